@@ -1,0 +1,84 @@
+// Versions of cudaagent and every dependency. CUDA libraries are opened with dlopen and asked for
+// their version at run time, so the report says what this process would really load, and a
+// machine without a GPU driver (CI) still runs every tool.
+#include "cudaagent/version.h"
+
+#include <CLI/Version.hpp>
+#include <dlfcn.h>
+#include <openssl/crypto.h>
+#include <simdjson.h>
+#include <sqlite3.h>
+
+#include <string>
+
+namespace cudaagent {
+namespace {
+
+std::string cuda_version_string(int encoded) {  // 12040 -> "12.4"
+  return std::to_string(encoded / 1000) + "." + std::to_string((encoded % 1000) / 10);
+}
+
+// Opens the first library that loads, from the toolkit directory found at build time or the
+// loader's path, and calls `int symbol(int*)` (all three CUDA libraries use that shape).
+std::string query_cuda_library(std::initializer_list<const char*> names, const char* symbol,
+                               bool runtime_style) {
+  for (const char* name : names) {
+    void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    std::string out = "unreadable";
+    if (runtime_style) {
+      using Fn = int (*)(int*, int*);  // nvrtcVersion(major, minor)
+      if (auto fn = reinterpret_cast<Fn>(dlsym(handle, symbol))) {
+        int major = 0, minor = 0;
+        if (fn(&major, &minor) == 0) out = std::to_string(major) + "." + std::to_string(minor);
+      }
+    } else {
+      using Fn = int (*)(int*);  // cuDriverGetVersion / cuptiGetVersion
+      if (auto fn = reinterpret_cast<Fn>(dlsym(handle, symbol))) {
+        int value = 0;
+        if (fn(&value) == 0) out = std::string(symbol) == "cuptiGetVersion"
+                                       ? "API " + std::to_string(value)
+                                       : cuda_version_string(value);
+      }
+    }
+    dlclose(handle);
+    return out;
+  }
+  return "none";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> dependency_versions() {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back("cudaagent", build_version());
+  out.emplace_back("commit", build_commit());
+  out.emplace_back("compiler", __VERSION__);
+  out.emplace_back("simdjson", std::to_string(simdjson::SIMDJSON_VERSION_MAJOR) + "." +
+                                 std::to_string(simdjson::SIMDJSON_VERSION_MINOR) + "." +
+                                 std::to_string(simdjson::SIMDJSON_VERSION_REVISION));
+  out.emplace_back("CLI11", CLI11_VERSION);
+  out.emplace_back("SQLite", sqlite3_libversion());
+  out.emplace_back("OpenSSL", OpenSSL_version(OPENSSL_VERSION));
+#ifdef CUDAAGENT_CUDA_TOOLKIT_VERSION
+  out.emplace_back("CUDA toolkit (build)", CUDAAGENT_CUDA_TOOLKIT_VERSION);
+  const std::string dir = CUDAAGENT_CUDA_LIBRARY_DIR "/";
+  const std::string nvrtc = dir + "libnvrtc.so", cupti = dir + "libcupti.so";
+  out.emplace_back("NVRTC", query_cuda_library({nvrtc.c_str(), "libnvrtc.so"}, "nvrtcVersion", true));
+  out.emplace_back("CUPTI", query_cuda_library({cupti.c_str(), "libcupti.so"}, "cuptiGetVersion", false));
+#else
+  out.emplace_back("CUDA toolkit (build)", "none (built without CUDA)");
+#endif
+  out.emplace_back("CUDA driver", query_cuda_library({"libcuda.so.1"}, "cuDriverGetVersion", false));
+  return out;
+}
+
+std::string version_text(const std::string& program) {
+  std::string text = program + " " + build_version() + " (" + build_commit() + ")\n";
+  for (const auto& [name, version] : dependency_versions()) {
+    text += "  " + name + ": " + version + "\n";
+  }
+  return text;
+}
+
+}  // namespace cudaagent

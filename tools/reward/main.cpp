@@ -1,0 +1,3 @@
+#include "cudaagent/version.h"
+#include <cstdio>
+int main() { std::fputs(cudaagent::version_text("cudaagent-reward").c_str(), stdout); }
