@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Quick start, step 1: install what is missing, build the release preset, and run the main job on
+# the bundled example (examples/pipeline.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cmake --preset release >/dev/null
+cmake --build --preset release
+examples/pipeline.sh build/release/bin

@@ -1,0 +1,48 @@
+// Helpers shared by the unit tests: temporary directories and files, and parsing JSON text back.
+#pragma once
+
+#include <simdjson.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace cudaagent::testing {
+
+// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cudaagent-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Whether `text` is one valid JSON document (simdjson's own validation).
+inline bool is_valid_json(const std::string& text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element ignored;
+  return parser.parse(text).get(ignored) == simdjson::SUCCESS;
+}
+
+}  // namespace cudaagent::testing
