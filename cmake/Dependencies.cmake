@@ -5,6 +5,12 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Threads REQUIRED)
+# libseccomp compiles the sandbox's system-call filter (lib/core/sandbox_seccomp.cpp). Optional:
+# without it the sandbox probe reports "no seccomp" and untrusted runs are refused.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(LIBSECCOMP QUIET IMPORTED_TARGET libseccomp)
+endif()
 if(CUDAAGENT_BUILD_TESTS)
   find_package(doctest CONFIG REQUIRED)
 endif()

@@ -9,6 +9,8 @@ packages=(
   libcli11-dev libsimdjson-dev libsqlite3-dev sqlite3  # CLI, JSON, store
   doctest-dev libssl-dev libcurl4-openssl-dev          # tests, hashing, HTTP
   jq python3                                           # tests and benchmark anchors
+  bubblewrap libseccomp-dev                            # the sandbox for candidate code
+  python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)
 )
 
 missing=()

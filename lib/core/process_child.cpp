@@ -4,12 +4,14 @@
 // close-on-exec pipe, so "could not exec" is a value the parent can tell apart from "exited 127".
 #include "process_child.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <string_view>
 #include <system_error>
@@ -30,18 +32,27 @@ bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
   ::_exit(127);
 }
 
-void close_fds_except(int keep) {
+// Closes every descriptor >= 3 except keep[0..count), which is sorted ascending.
+void close_fds_except(const int* keep, std::size_t count) {
   // close_range is Linux 5.9+; the loop is the fallback for older kernels or seccomp filters.
   bool ok = true;
-  if (keep > 3) ok = ::close_range(3, static_cast<unsigned>(keep - 1), 0) == 0;
-  ok = ok && ::close_range(static_cast<unsigned>(keep + 1), ~0U, 0) == 0;
+  int from = 3;
+  for (std::size_t i = 0; i < count && ok; ++i) {
+    if (keep[i] > from) {
+      ok = ::close_range(static_cast<unsigned>(from), static_cast<unsigned>(keep[i] - 1), 0) == 0;
+    }
+    from = std::max(from, keep[i] + 1);
+  }
+  ok = ok && ::close_range(static_cast<unsigned>(from), ~0U, 0) == 0;
   if (ok) return;
   rlimit nofile{};
   const rlim_t top = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
                          ? std::min<rlim_t>(nofile.rlim_cur, 1 << 20)
                          : 1 << 16;
+  std::size_t next = 0;
   for (int fd = 3; fd < static_cast<int>(top); ++fd) {
-    if (fd != keep) ::close(fd);
+    while (next < count && keep[next] < fd) ++next;
+    if (next == count || keep[next] != fd) ::close(fd);
   }
 }
 
@@ -106,13 +117,38 @@ Result<ChildPlan> make_plan(const ProcessSpec& spec) {
   if (limits.processes) {
     add_limit(RLIMIT_NPROC, "RLIMIT_NPROC", *limits.processes, *limits.processes);
   }
+  if (spec.inherit_fds.size() > kMaxInheritedFds) {
+    return Status::error("cannot run a process: more than " + std::to_string(kMaxInheritedFds) +
+                         " descriptors to inherit");
+  }
+  plan.inherit_fds = spec.inherit_fds;
+  std::sort(plan.inherit_fds.begin(), plan.inherit_fds.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  for (std::size_t i = 0; i < plan.inherit_fds.size(); ++i) {
+    const auto [parent_fd, child_fd] = plan.inherit_fds[i];
+    // 0-2 are stdio; a huge number would only fail later in the child (RLIMIT_NOFILE), where
+    // the reason is harder to tell.
+    if (child_fd < 3 || child_fd >= (1 << 20)) {
+      return Status::error("cannot run a process: cannot inherit a descriptor as fd " +
+                           std::to_string(child_fd) + " (must be from 3 to 1048575)");
+    }
+    if (i > 0 && plan.inherit_fds[i - 1].second == child_fd) {
+      return Status::error("cannot run a process: fd " + std::to_string(child_fd) +
+                           " is inherited twice");
+    }
+    if (parent_fd < 0 || ::fcntl(parent_fd, F_GETFD) < 0) {
+      return Status::error("cannot run a process: descriptor " + std::to_string(parent_fd) +
+                           " to inherit is not open");
+    }
+    plan.inherit_top = std::max(plan.inherit_top, child_fd + 1);
+  }
   plan.run_as = spec.run_as;
   plan.parent_pid = ::getpid();
   return plan;
 }
 
 [[noreturn]] void child_main(const ChildPlan& plan) noexcept {
-  const int efd = plan.error_fd;
+  int efd = plan.error_fd;
   // Dispositions before the mask: the parent blocked every signal around fork, so no signal can
   // reach a handler inherited from the parent. Ignored signals would survive execve otherwise.
   struct sigaction default_action {};
@@ -127,11 +163,36 @@ Result<ChildPlan> make_plan(const ProcessSpec& spec) {
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) child_fail(efd, ChildStage::kSignals, errno);
 
   if (::setpgid(0, 0) != 0) child_fail(efd, ChildStage::kProcessGroup, errno);
+  // Inherited descriptors are parked above every number the child will use before anything is
+  // laid out, so no dup2 below can overwrite one still to be copied (a source may sit on 0-2 or
+  // on another entry's target). The error pipe moves too if a target needs its number.
+  const std::size_t inherit_count = plan.inherit_fds.size();
+  std::array<int, kMaxInheritedFds + 1> keep{};
+  for (std::size_t i = 0; i < inherit_count; ++i) {
+    keep[i] = ::fcntl(plan.inherit_fds[i].first, F_DUPFD_CLOEXEC, plan.inherit_top);
+    if (keep[i] < 0) child_fail(efd, ChildStage::kInheritFds, errno, plan.inherit_fds[i].second);
+    if (plan.inherit_fds[i].second == efd) {
+      const int moved = ::fcntl(efd, F_DUPFD_CLOEXEC, plan.inherit_top);
+      if (moved < 0) child_fail(efd, ChildStage::kInheritFds, errno, efd);
+      efd = moved;
+    }
+  }
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 ||
       ::dup2(plan.stderr_fd, 2) < 0) {
     child_fail(efd, ChildStage::kStdio, errno);
   }
-  close_fds_except(efd);
+  // dup2 clears close-on-exec on the target, so exactly these numbers survive execve.
+  for (std::size_t i = 0; i < inherit_count; ++i) {
+    const int child_fd = plan.inherit_fds[i].second;
+    if (::dup2(keep[i], child_fd) < 0) child_fail(efd, ChildStage::kInheritFds, errno, child_fd);
+    keep[i] = child_fd;
+  }
+  // keep[] now holds the sorted targets; the error pipe is above or between them.
+  std::size_t keep_count = inherit_count;
+  std::size_t at = keep_count++;
+  for (; at > 0 && keep[at - 1] > efd; --at) keep[at] = keep[at - 1];
+  keep[at] = efd;
+  close_fds_except(keep.data(), keep_count);
 
   for (std::size_t i = 0; i < plan.rlimit_count; ++i) {
     if (::setrlimit(static_cast<__rlimit_resource_t>(plan.rlimits[i].resource),
@@ -196,6 +257,9 @@ std::string describe_child_error(const ChildError& e, const ProcessSpec& spec,
     case ChildStage::kDeathSignal: return "cannot set the parent-death signal: " + reason;
     case ChildStage::kChdir:
       return "cannot change to directory " + quoted(spec.working_dir) + ": " + reason;
+    case ChildStage::kInheritFds:
+      return "cannot pass a descriptor to the child as fd " + std::to_string(e.detail) + ": " +
+             reason;
     case ChildStage::kExec: break;
   }
   return "cannot execute " + quoted(spec.argv[0]) + ": " + reason;

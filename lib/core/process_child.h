@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cudaagent/process.h"
@@ -25,14 +26,14 @@ struct RlimitSetting {
 
 enum class ChildStage : int {
   kSignals, kProcessGroup, kStdio, kRlimit, kSetgroups, kSetgid, kSetuid, kDeathSignal, kChdir,
-  kExec,
+  kExec, kInheritFds,
 };
 
 // What a child writes to the error pipe before it gives up with _exit(127).
 struct ChildError {
   int stage = 0;   // a ChildStage
   int err = 0;     // errno
-  int detail = 0;  // index into ChildPlan::rlimits for kRlimit
+  int detail = 0;  // index into ChildPlan::rlimits for kRlimit, the child's fd for kInheritFds
 };
 
 // Everything the child needs. The pointers in argv and envp point into the ProcessSpec, which must
@@ -45,12 +46,17 @@ struct ChildPlan {
   std::size_t rlimit_count = 0;
   std::optional<ProcessCredentials> run_as;
   const char* working_dir = nullptr;
+  // ProcessSpec::inherit_fds, checked; `inherit_top` is above every child number in it, so
+  // descriptors parked there while the child rearranges its table cannot collide.
+  std::vector<std::pair<int, int>> inherit_fds;
+  int inherit_top = 3;
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1, error_fd = -1;
   pid_t parent_pid = 0;
 };
 
-// Checks the spec (argv[0] non-empty, no NUL bytes, env entries NAME=value) and resolves argv[0]
-// against the spec's PATH. A failed Status means the spec is malformed.
+// Checks the spec (argv[0] non-empty, no NUL bytes, env entries NAME=value, inherit_fds open,
+// distinct and >= 3 in the child) and resolves argv[0] against the spec's PATH. A failed Status
+// means the spec is malformed.
 Result<ChildPlan> make_plan(const ProcessSpec& spec);
 
 // Runs in the forked child and never returns: execve, or a ChildError on plan.error_fd and

@@ -346,7 +346,9 @@ TEST_CASE("a fork bomb under RLIMIT_NPROC is contained and leaves nothing behind
   sampler.join();
   REQUIRE(ran.is_ok());
   const ProcessResult& r = ran.value();
-  CHECK(most <= 32);
+  // The kernel enforces 32; the count is sampled from /proc, one entry at a time, so a child
+  // that exits while another is forked can be seen twice.
+  CHECK(most <= 34);
   CHECK((r.outcome == Outcome::kTimedOut || r.outcome == Outcome::kExited ||
          r.outcome == Outcome::kSignaled || r.outcome == Outcome::kSpawnFailed));
   CHECK(r.wall_seconds < 2.0 + 0.5 + 1.0);
@@ -434,6 +436,39 @@ TEST_CASE("the child inherits no descriptors beyond stdin, stdout and stderr") {
   const ProcessResult r = run(spec);
   ::close(leaked);
   CHECK(r.out == "0\n1\n2\n3\n");  // 3 is ls's own handle on the directory
+}
+
+TEST_CASE("inherit_fds hands descriptors over at the numbers asked for, even crosswise") {
+  TempDir dir;
+  std::ofstream(dir.path / "a") << "alpha";
+  std::ofstream(dir.path / "b") << "beta";
+  const int a = ::open((dir.path / "a").c_str(), O_RDONLY | O_CLOEXEC);
+  const int b = ::open((dir.path / "b").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(a >= 3);
+  REQUIRE(b >= 3);
+  // Swapping a and b makes each source sit on the other's target: a naive dup2 order would
+  // clobber one of them before it was copied.
+  ProcessSpec spec = shell("cat /proc/self/fd/" + std::to_string(b) + " /proc/self/fd/" +
+                           std::to_string(a) + " /proc/self/fd/9");
+  spec.inherit_fds = {{a, b}, {b, a}, {a, 9}};
+  ProcessResult r = run(spec);
+  CHECK(r.outcome == Outcome::kExited);
+  CHECK(r.out == "alphabetaalpha");
+
+  spec = ProcessSpec{};
+  spec.argv = {"/bin/ls", "/proc/self/fd"};
+  spec.inherit_fds = {{a, 7}};
+  r = run(spec);
+  CHECK(r.out == "0\n1\n2\n3\n7\n");  // 3 is ls's own handle on the directory
+
+  spec.inherit_fds = {{a, 2}};
+  CHECK_FALSE(cudaagent::run_process(spec).is_ok());
+  spec.inherit_fds = {{a, 7}, {b, 7}};
+  CHECK_FALSE(cudaagent::run_process(spec).is_ok());
+  spec.inherit_fds = {{-1, 7}};
+  CHECK_FALSE(cudaagent::run_process(spec).is_ok());
+  ::close(a);
+  ::close(b);
 }
 
 TEST_CASE("a malformed spec is a Status, not a result") {

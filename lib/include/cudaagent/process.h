@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cudaagent/status.h"
@@ -62,7 +63,15 @@ struct ProcessSpec {
   // Switch the child to this uid/gid (supplementary groups cleared) before exec. Needs root or the
   // caller's own ids; a failure is reported as kSpawnFailed.
   std::optional<ProcessCredentials> run_as;
+  // Descriptors the child gets beyond stdin, stdout and stderr, as (descriptor in the caller,
+  // number in the child): how a sandbox launcher hands bwrap its seccomp filter or a status pipe.
+  // Numbers in the child must be >= 3 and distinct, at most kMaxInheritedFds of them; the caller
+  // keeps its descriptors open for the call and still owns them afterwards. The child shares
+  // their open file descriptions, file offsets included. Every other descriptor is closed.
+  std::vector<std::pair<int, int>> inherit_fds;
 };
+
+inline constexpr std::size_t kMaxInheritedFds = 16;
 
 struct ProcessResult {
   enum class Outcome {
@@ -101,8 +110,9 @@ std::string_view outcome_name(ProcessResult::Outcome outcome);
 // Runs spec.argv to completion and returns what happened. A program that cannot be started is a
 // value (Outcome::kSpawnFailed), as is every way the program can end; a failed Status means our own
 // machinery failed (pipe or fork refused, malformed spec: empty argv, a NUL inside a string, an env
-// entry without '='). Blocks the calling thread; thread-safe (it touches only its own descriptors,
-// all close-on-exec, and the calling thread's signal mask).
+// entry without '=', an inherit_fds entry that is closed, repeated or below 3). Blocks the calling
+// thread; thread-safe (it touches only its own descriptors, all close-on-exec, and the calling
+// thread's signal mask).
 //
 // The child leads a new process group. When the child exits, is killed, or times out, every
 // process still in that group is sent SIGKILL, so backgrounded descendants do not survive the call.

@@ -1,0 +1,271 @@
+// The verify tool's plumbing: flags, the sandbox hook (probe once, refuse below the minimum unless
+// told otherwise), and the two input modes. The judgement itself is lib/core/verify.cpp.
+#include "cudaagent/verify_stage.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cudaagent/json_writer.h"
+#include "cudaagent/paths.h"
+#include "cudaagent/record.h"
+#include "cudaagent/record_sink.h"
+#include "cudaagent/record_stage.h"
+#include "cudaagent/sandbox.h"
+
+namespace cudaagent {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  dirs += ":/usr/local/cuda/bin";
+  std::size_t start = 0;
+  while (start < dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+// Read-only paths every sandboxed Python (and compiler) needs besides the system: the interpreter's
+// prefix, torch's site-packages, the CUDA toolkit.
+std::vector<std::string> runtime_paths(const TorchEnv& torch) {
+  std::vector<std::string> paths = sandbox_system_paths();
+  const fs::path python = torch.python;
+  paths.push_back(python.parent_path().parent_path().string());
+  paths.insert(paths.end(), torch.prefixes.begin(), torch.prefixes.end());
+  for (const auto& include : torch.include_paths) {
+    const fs::path path(include);
+    // .../site-packages/torch/include -> .../site-packages
+    if (path.filename() == "include" && path.parent_path().filename() == "torch") {
+      paths.push_back(path.parent_path().parent_path().string());
+    }
+  }
+  for (const auto& library : torch.library_paths) paths.push_back(library);
+  paths.push_back("/usr/local/cuda");
+  // The compilers may live outside the system paths (a toolkit under /opt, nvcc from a wheel):
+  // bind the installation each one comes from, found the way the build will find it.
+  for (const char* tool : {"nvcc", "g++"}) {
+    if (const std::string found = find_in_path(tool); !found.empty()) {
+      std::error_code error;
+      const fs::path real = fs::canonical(found, error);
+      if (!error) paths.push_back(real.parent_path().parent_path().string());
+      paths.push_back(fs::path(found).parent_path().parent_path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
+}
+
+std::vector<std::string> gpu_devices() {
+  std::vector<std::string> devices;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator("/dev", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("nvidia", 0) == 0 && !entry.is_directory(error)) {
+      devices.push_back(entry.path().string());
+    }
+  }
+  return devices;
+}
+
+// Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
+Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& session) {
+  if (options.no_sandbox) {
+    if (!options.allow_unsandboxed) {
+      return Status::error("--no-sandbox runs candidate code with no isolation; add "
+                           "--allow-unsandboxed to confirm");
+    }
+    session.log.warn("running candidate code WITHOUT the OS sandbox (--no-sandbox)");
+    options.settings.sandbox_summary = "none (--no-sandbox)";
+    return Status::ok();
+  }
+  const SandboxProbe probe = probe_sandbox(options.bwrap);
+  if (!probe.meets_minimum()) {
+    if (!options.allow_unsandboxed) {
+      std::string why = "the OS sandbox is below the minimum for untrusted code (" + probe.summary() + ")";
+      for (const auto& note : probe.notes) why += "; " + note;
+      return Status::error(why + "; pass --allow-unsandboxed to run anyway (never for rewards)");
+    }
+    session.log.warn("sandbox below the minimum (" + probe.summary() + "); running anyway");
+    options.settings.sandbox_summary = probe.summary() + " (below minimum, allowed)";
+    return Status::ok();
+  }
+  options.settings.sandbox_summary = probe.summary();
+  SandboxPolicy base;
+  base.read_only = runtime_paths(torch);
+  base.read_only.push_back(share_dir() + "/harness");
+  if (options.settings.device == "cuda") {
+    base.devices = gpu_devices();
+    base.bind_sys = true;
+  }
+  options.settings.sandbox = [base, probe](const ProcessSpec& inner,
+                                           const std::vector<std::string>& readable,
+                                           const std::vector<std::string>& writable)
+      -> Result<ProcessResult> {
+    SandboxPolicy policy = base;
+    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
+    policy.writable = writable;
+    auto command = sandbox_command(inner, policy, probe);
+    if (!command) return command.status();
+    return run_process(command.value().spec);
+  };
+  return Status::ok();
+}
+
+std::string verified_record(const std::string& id, const std::string& workspace,
+                            const std::string& task_source, const VerifyOutcome& outcome) {
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().field("id", id).field("workspace", workspace);
+  json.field("task_source", task_source).key("verify").raw(outcome.json).end_object();
+  out.push_back('\n');
+  return out;
+}
+
+// JSONL mode: {"id", "task": {"model_py"}, "candidate": {"files": {...}} | {"workspace": path}}.
+class VerifyStage final : public RecordStage {
+ public:
+  VerifyStage(const Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
+  std::string_view key() const override { return "verify"; }
+
+  RecordEdit process(const InputRecord& record) override {
+    VerifyRequest request;
+    request.id = std::string(record.id);
+    std::string_view model_py;
+    if (record.object["task"]["model_py"].get_string().get(model_py)) {
+      return RecordEdit::error("record has no task.model_py (the pristine reference source)");
+    }
+    request.model_py = std::string(model_py);
+    simdjson::dom::object candidate, files;
+    if (record.object["candidate"].get_object().get(candidate)) {
+      return RecordEdit::error("record has no 'candidate' object");
+    }
+    std::string_view workspace;
+    if (!candidate["files"].get_object().get(files)) {
+      for (auto field : files) {
+        std::string_view bytes;
+        if (field.value.get_string().get(bytes)) {
+          return RecordEdit::error("candidate.files['" + std::string(field.key) + "'] is not a string");
+        }
+        request.files.emplace(std::string(field.key), std::string(bytes));
+      }
+    } else if (!candidate["workspace"].get_string().get(workspace)) {
+      request.workspace_dir = std::string(workspace);
+    } else {
+      return RecordEdit::error("candidate has neither 'files' nor 'workspace'");
+    }
+    auto outcome = verifier_.verify(request);
+    if (!outcome) return RecordEdit::error(outcome.status().message());
+    session_.log.info(cudaagent::quoted(request.id) + ": " + std::string(verdict_name(outcome.value().verdict)) +
+                      " (" + outcome.value().reason + ")");
+    return RecordEdit::set_key(std::move(outcome.value().json));
+  }
+
+ private:
+  const Verifier& verifier_;
+  Session& session_;
+};
+
+Result<StageEnd> run_workspaces(VerifyOptions& options, const Verifier& verifier, Session& session) {
+  auto sink = RecordSink::open(options.common.output);
+  if (!sink) return sink.status();
+  std::string task_bytes;
+  if (!options.task.empty() && !read_whole_file(options.task, task_bytes)) {
+    return Status::error("cannot read --task '" + options.task + "'");
+  }
+  for (const std::string& dir : options.common.inputs) {
+    if (session.stop_signal.load() != 0) break;
+    VerifyRequest request;
+    request.workspace_dir = fs::absolute(dir).lexically_normal().string();
+    request.id = fs::path(request.workspace_dir).filename().string();
+    std::string task_source = "--task " + options.task;
+    request.model_py = task_bytes;
+    if (options.task.empty()) {
+      // Interactive use only: the workspace's own model.py is not protected from the candidate.
+      if (!read_whole_file(request.workspace_dir + "/model.py", request.model_py)) {
+        return Status::error("'" + dir + "' has no model.py and no --task was given");
+      }
+      task_source = "workspace model.py (not protected: pass --task for rewards)";
+    }
+    auto outcome = verifier.verify(request);
+    std::string line;
+    if (!outcome) {
+      append_error_record(line, {"verify", dir, 0}, outcome.status().message(), "", request.id);
+    } else {
+      session.log.info(cudaagent::quoted(dir) + ": " + std::string(verdict_name(outcome.value().verdict)) +
+                       " (" + outcome.value().reason + ")");
+      line = verified_record(request.id, request.workspace_dir, task_source, outcome.value());
+    }
+    if (auto status = sink.value().write(line); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+    if (auto status = sink.value().flush(); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+  }
+  if (auto status = sink.value().commit(); !status) return status;
+  return StageEnd::kCompleted;
+}
+
+}  // namespace
+
+void add_verify_flags(CLI::App& app, VerifyOptions& options) {
+  add_common_flags(app, options.common);
+  VerifySettings& s = options.settings;
+  app.add_option("--task", options.task, "Pristine model.py for workspace inputs (default: the "
+                 "workspace's own, which the candidate could have edited)")->type_name("FILE");
+  app.add_option("--device", s.device, "cuda, or cpu for CPU tasks with plain C++ kernels")
+      ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
+  app.add_option("--checks", s.checks, "Fresh input sets to compare")->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--atol", s.compare.atol, "Absolute tolerance")->capture_default_str();
+  app.add_option("--rtol", s.compare.rtol, "Relative tolerance")->capture_default_str();
+  app.add_option("--python", s.python, "Interpreter with torch (default: the first python3 that "
+                 "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
+  app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
+  app.add_option("--cache-dir", s.cache_dir, "Build objects and discovery cache (default: "
+                 "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
+  app.add_option("--timeout", s.candidate_timeout_seconds, "Wall-clock limit of the candidate "
+                 "process in seconds")->capture_default_str();
+  app.add_option("--bwrap", options.bwrap, "The bubblewrap program")->capture_default_str();
+  app.add_flag("--allow-unsandboxed", options.allow_unsandboxed, "Run untrusted code even when "
+               "the OS sandbox is below the minimum (never for rewards)");
+  app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
+               "--allow-unsandboxed)");
+  app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+}
+
+Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
+  std::size_t directories = 0;
+  for (const auto& input : options.common.inputs) directories += is_directory(input) ? 1 : 0;
+  if (directories != 0 && directories != options.common.inputs.size()) {
+    return Status::error("give either workspace directories or JSONL files, not both");
+  }
+  options.settings.build.jobs = options.common.jobs;
+  auto verifier = Verifier::create(options.settings);
+  if (!verifier) return verifier.status();
+  if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;
+  // The hook was installed after create(): rebuild with the final settings (torch is cached).
+  verifier = Verifier::create(options.settings);
+  if (!verifier) return verifier.status();
+  session.log.info("torch " + verifier.value().torch().torch_version + " (" +
+                   verifier.value().torch().python + "), sandbox: " + options.settings.sandbox_summary);
+  if (directories != 0) return run_workspaces(options, verifier.value(), session);
+  VerifyStage stage(verifier.value(), session);
+  return run_record_stage(stage, options.common, session);
+}
+
+}  // namespace cudaagent

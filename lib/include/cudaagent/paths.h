@@ -1,0 +1,26 @@
+// Where cudaagent's runtime assets (share/: the Python harness, pristine workspace files,
+// examples) and caches live, so tools work from the build tree, from an install, and on a cluster.
+#pragma once
+
+#include <string>
+
+namespace cudaagent {
+
+// The share directory: $CUDAAGENT_SHARE_DIR, else <executable dir>/../share/cudaagent when it
+// exists (an install), else the source tree's share/ (a build tree).
+std::string share_dir();
+
+// The cache directory: $CUDAAGENT_CACHE_DIR, else $XDG_CACHE_HOME/cudaagent, else
+// ~/.cache/cudaagent. Created (0700) if missing; empty string when it cannot be.
+std::string cache_dir();
+
+// Creates `path` and its parents with `mode` if missing. False on failure.
+bool make_directories(const std::string& path, unsigned mode = 0700);
+
+// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
+bool write_file_atomically(const std::string& path, const std::string& bytes);
+
+// The whole file, or nothing when it cannot be read.
+bool read_whole_file(const std::string& path, std::string& bytes);
+
+}  // namespace cudaagent

@@ -1,0 +1,15 @@
+import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    """The same computation, done by one fused kernel of our own."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        return cuda_extension.bias_relu_scale(x, self.bias, 2.0)

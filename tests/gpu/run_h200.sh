@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# GPU checks for cudaagent-verify on an H200 (or any CUDA machine), writing a Markdown table and
+# logs to OUT. Usage: tests/gpu/run_h200.sh BIN_DIR OUT [ANCHOR_WORKSPACE]
+#   1. the example CUDA workspace: cold build, one-kernel edit, fully cached re-verify (times);
+#   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base;
+#   3. CUDA Agent's own example workspace, unchanged, through our verifier (must PASS), and its
+#      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
+# Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries.
+set -uo pipefail
+bin=$1 out=$2 anchor=${3:-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+base=$root/share/examples/workspaces/bias-relu-cuda
+export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
+rm -rf "$CUDAAGENT_CACHE_DIR"
+table=$out/results.md
+log=$out/log.txt
+echo "| check | expected | got | seconds | detail |" >"$table"
+echo "|---|---|---|---|---|" >>"$table"
+failures=0
+
+verify() {  # name expected workspace [task] [extra args...]
+  local name=$1 expected=$2 ws=$3 task=${4:-$base/model.py}
+  shift 4 2>/dev/null || shift 3
+  local start end record verdict reason
+  start=$(date +%s.%N)
+  record=$("$bin/cudaagent-verify" --quiet --device cuda --task "$task" "$@" "$ws" 2>>"$log")
+  end=$(date +%s.%N)
+  echo "$record" >>"$out/records.jsonl"
+  verdict=$(jq -r '.verify.verdict // .error.reason' <<<"$record")
+  reason=$(jq -r '.verify.reason // ""' <<<"$record" | tr '|' '/' | cut -c1-120)
+  local seconds
+  seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+  echo "| $name | $expected | $verdict | $seconds | $reason |" >>"$table"
+  [[ $verdict == "$expected" ]] || failures=$((failures + 1))
+  LAST_RECORD=$record
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
+"$bin/cudaagent-verify" --version >>"$log" 2>&1
+
+# 1. Build times: cold, one-kernel edit, everything cached.
+work=$(mktemp -d)
+cp -r "$base" "$work/ws"
+verify "example, cold cache" PASS "$work/ws"
+jq -c '.verify.build.steps' <<<"$LAST_RECORD" >>"$log"
+echo "// edited $(date +%s%N)" >>"$work/ws/kernels/bias_relu.cu"
+verify "example, one .cu edited" PASS "$work/ws"
+jq -c '{build: .verify.build.steps, t: .verify.timings_s}' <<<"$LAST_RECORD" >>"$out/edit-timings.jsonl"
+verify "example, all cached" PASS "$work/ws"
+jq -c '{build: .verify.build.steps, t: .verify.timings_s}' <<<"$LAST_RECORD" >>"$out/edit-timings.jsonl"
+
+# 2. Device-independent catalog cases on the CUDA base.
+for case_dir in "$root"/tests/verify/cases/*/; do
+  name=$(basename "$case_dir")
+  if find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
+  rm -rf "$work/case" && cp -r "$base" "$work/case"
+  (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh) |
+    while read -r file; do mkdir -p "$work/case/$(dirname "$file")"; cp "$case_dir/$file" "$work/case/$file"; done
+  [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$work/case/$file"; done <"$case_dir/remove"
+  [[ -f $case_dir/setup.sh ]] && (cd "$work/case" && bash "$case_dir/setup.sh")
+  verify "catalog $name" "$(cat "$case_dir/expected")" "$work/case" "$base/model.py" --timeout 20
+done
+
+# 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
+if [[ -n $anchor && -d $anchor ]]; then
+  cp -r "$anchor" "$work/anchor"
+  verify "CUDA Agent example (ours)" PASS "$work/anchor" "$work/anchor/model.py"
+  (
+    cd "$work/anchor"
+    for step in "bash utils/compile.sh" "touch kernels/axpby.cu" "bash utils/compile.sh" \
+                "python3 -m utils.verification" "python3 -m utils.profiling"; do
+      start=$(date +%s.%N)
+      $step >>"$log" 2>&1
+      code=$?
+      end=$(date +%s.%N)
+      echo "| anchor: $step | exit 0 | exit $code | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | CUDA Agent's released script |" >>"$table"
+    done
+  )
+fi
+rm -rf "$work"
+echo "failures: $failures" | tee -a "$table"
+exit $((failures > 0))

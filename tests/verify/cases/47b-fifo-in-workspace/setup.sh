@@ -1,0 +1,1 @@
+mkfifo kernels/hang.cu

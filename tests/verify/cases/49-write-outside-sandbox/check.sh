@@ -1,0 +1,1 @@
+test ! -e /root/cudaagent-escape-marker && test ! -e /usr/cudaagent-escape-marker
