@@ -31,6 +31,7 @@
 
 #include "cudaagent/session.h"
 #include "process_child.h"
+#include "unique_fd.h"
 
 namespace cudaagent {
 namespace {
@@ -60,33 +61,6 @@ TimePoint after(TimePoint from, double seconds) {
 double seconds_between(TimePoint from, TimePoint to) {
   return std::chrono::duration<double>(to - from).count();
 }
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool is_open() const { return fd_ >= 0; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // A close-on-exec pipe whose ends are both >= 3: if the caller closed its own stdio, pipe2 hands
 // out 0-2, and the child's dup2 onto 0-2 would then clobber an end it still needs.

@@ -23,36 +23,10 @@
 #include <utility>
 
 #include "cudaagent/sha256.h"
+#include "unique_fd.h"
 
 namespace cudaagent {
 namespace {
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
@@ -495,7 +469,7 @@ class Walker {
       if (out_.over_count()) return;
       UniqueFd sub(
           opener_.open(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!sub.valid()) {
+      if (!sub.is_open()) {
         report_open_error(path, errno);
         return;
       }
@@ -538,7 +512,7 @@ class Walker {
   void read_file(int dir_fd, const std::string& path, const std::string& name, Use use) {
     UniqueFd fd(opener_.open(dir_fd, name.c_str(),
                              O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!fd.valid()) {
+    if (!fd.is_open()) {
       report_open_error(path, errno);
       return;
     }
@@ -668,7 +642,7 @@ Status write_one(int root_fd, const std::string& name, std::string_view bytes) {
     }
     UniqueFd sub(
         ::openat(parent_fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub.valid()) return Status::error("cannot open folder: " + errno_text(errno));
+    if (!sub.is_open()) return Status::error("cannot open folder: " + errno_text(errno));
     // The umask may have taken bits that the build needs; these folders are private anyway.
     if (::fchmod(sub.get(), 0700) != 0) return Status::error("cannot chmod: " + errno_text(errno));
     parent = std::move(sub);
@@ -677,7 +651,7 @@ Status write_one(int root_fd, const std::string& name, std::string_view bytes) {
   const std::string leaf(parts.back());
   UniqueFd fd(::openat(parent_fd, leaf.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600));
-  if (!fd.valid()) return Status::error("cannot create: " + errno_text(errno));
+  if (!fd.is_open()) return Status::error("cannot create: " + errno_text(errno));
   if (::fchmod(fd.get(), 0600) != 0) return Status::error("cannot chmod: " + errno_text(errno));
   if (Status s = write_all(fd.get(), bytes); !s) return s;
   if (::close(fd.release()) != 0) return Status::error("cannot close: " + errno_text(errno));
@@ -700,13 +674,13 @@ Result<UniqueFd> open_destination(const std::string& dest_dir) {
     return Status::error("cannot create " + quoted + ": " + errno_text(errno));
   }
   UniqueFd fd(::open(dest_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Status::error("cannot open " + quoted + ": " + errno_text(errno));
+  if (!fd.is_open()) return Status::error("cannot open " + quoted + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
     return Status::error("cannot stat " + quoted + ": " + errno_text(errno));
   if (st.st_uid != ::geteuid()) return Status::error(quoted + " belongs to another user");
   UniqueFd listing(::dup(fd.get()));
-  UniqueDir dir(listing.valid() ? ::fdopendir(listing.get()) : nullptr);
+  UniqueDir dir(listing.is_open() ? ::fdopendir(listing.get()) : nullptr);
   if (!dir) return Status::error("cannot list " + quoted + ": " + errno_text(errno));
   listing.release();
   while (const dirent* entry = ::readdir(dir.get())) {
@@ -740,7 +714,7 @@ Result<Snapshot> snapshot_workspace(const std::string& dir, const SnapshotLimits
   // The root is named by the trusted caller, but its last component may have been swapped for a
   // link by whoever can write its parent: O_NOFOLLOW refuses that too.
   UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.valid()) {
+  if (!root.is_open()) {
     const int error = errno;
     struct stat st {};
     const bool is_link = ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
