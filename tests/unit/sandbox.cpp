@@ -2,6 +2,7 @@
 // forbidden system calls, the environment and the deadline, each with a control run that shows
 // the check is not vacuous. Needs bwrap, user namespaces and seccomp; without them every test that
 // runs bwrap is skipped with a message, so a machine lacking them still passes.
+#include "cudaagent/paths.h"
 #include "cudaagent/sandbox.h"
 
 #include <doctest/doctest.h>
@@ -77,8 +78,10 @@ int count_processes_with(const std::string& token) {
   int count = 0;
   std::error_code ignored;
   for (const auto& entry : fs::directory_iterator("/proc", ignored)) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline(std::istreambuf_iterator<char>(in), {});
+    // read_whole_file, not istreambuf_iterator: GCC 12 at -O3 reports a false null dereference
+    // inside <streambuf> for the iterator form.
+    std::string cmdline;
+    if (!cudaagent::read_whole_file((entry.path() / "cmdline").string(), cmdline)) continue;
     count += cmdline.find(token) != std::string::npos ? 1 : 0;
   }
   return count;
