@@ -29,6 +29,9 @@ using Outcome = cudaagent::ProcessResult::Outcome;
 namespace {
 
 constexpr uid_t kNobody = 65534;
+// The fork bomb runs as a uid nothing else uses: other tests (and the sandbox probe) run as nobody
+// in parallel, and RLIMIT_NPROC and our process count are both per uid.
+constexpr uid_t kBombUid = 64999;
 
 ProcessSpec shell(const std::string& script) {
   ProcessSpec spec;
@@ -316,11 +319,11 @@ TEST_CASE("RLIMIT_AS makes a big allocation fail") {
 
 TEST_CASE("a fork bomb under RLIMIT_NPROC is contained and leaves nothing behind") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to run as nobody (RLIMIT_NPROC does not bind our own uid)");
+    MESSAGE("skipped: needs root to run as another uid (RLIMIT_NPROC does not bind our own uid)");
     return;
   }
-  if (count_uid(kNobody) != 0) {
-    MESSAGE("skipped: uid 65534 already has processes, which RLIMIT_NPROC would count");
+  if (count_uid(kBombUid) != 0) {
+    MESSAGE("skipped: uid 64999 already has processes, which RLIMIT_NPROC would count");
     return;
   }
   REQUIRE(cudaagent::become_child_subreaper().is_ok());
@@ -328,13 +331,13 @@ TEST_CASE("a fork bomb under RLIMIT_NPROC is contained and leaves nothing behind
   int most = 0;
   std::thread sampler([&] {
     while (!done) {
-      most = std::max(most, count_uid(kNobody));
+      most = std::max(most, count_uid(kBombUid));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
   // The leader execs into sleep (no fork needed), so the bomb runs until the deadline.
   ProcessSpec spec = shell("b() { b | b & }; b; exec sleep 10");
-  spec.run_as = cudaagent::ProcessCredentials{kNobody, kNobody};
+  spec.run_as = cudaagent::ProcessCredentials{kBombUid, kBombUid};
   spec.working_dir = "/";
   spec.limits.processes = 32;
   spec.limits.address_space_bytes = std::uint64_t{64} << 20;
@@ -353,7 +356,7 @@ TEST_CASE("a fork bomb under RLIMIT_NPROC is contained and leaves nothing behind
          r.outcome == Outcome::kSignaled || r.outcome == Outcome::kSpawnFailed));
   CHECK(r.wall_seconds < 2.0 + 0.5 + 1.0);
   MESSAGE("fork bomb: " << r.describe() << ", at most " << most << " processes seen");
-  CHECK(count_uid(kNobody) == 0);
+  CHECK(count_uid(kBombUid) == 0);
   CHECK(count_own_children() == 0);
 }
 
