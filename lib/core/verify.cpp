@@ -81,6 +81,8 @@ std::uint64_t private_seed() {
 
 Result<Verifier> Verifier::create(VerifySettings settings) {
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
+  // Sandbox binds need absolute paths; a relative CUDAAGENT_CACHE_DIR means "from here".
+  if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   settings.build.cuda = settings.device == "cuda";
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
@@ -178,16 +180,20 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     return finish(Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail);
   }
 
-  // 2. A private job directory: work/ (snapshot + module), task/ (pristine model.py), ref/, cand/.
+  // 2. A private job directory: work/ (snapshot + module), task/ (pristine model.py), ref/ (what
+  // the reference hands the candidate), expect/ (the reference's inputs and outputs for the
+  // comparator: never bound into the candidate's sandbox, or it could replay them), cand/.
   JobDir job(settings_.scratch_dir, settings_.keep_job_dirs);
   if (job.path().empty()) return finish(Verdict::kInfraError, "cannot create a job directory in '" +
                                                                  settings_.scratch_dir + "'");
   const std::string work = job.path() + "/work", task = job.path() + "/task",
-                    ref = job.path() + "/ref", cand = job.path() + "/cand";
+                    ref = job.path() + "/ref", expect = job.path() + "/expect",
+                    cand = job.path() + "/cand";
   if (auto status = materialize(snapshot.value(), protected_files, work); !status) {
     return finish(Verdict::kInfraError, status.message());
   }
-  if (!make_directories(task) || !make_directories(ref) || !make_directories(cand) ||
+  if (!make_directories(task) || !make_directories(ref) || !make_directories(expect) ||
+      !make_directories(cand) ||
       !write_file_atomically(task + "/model.py", request.model_py)) {
     return finish(Verdict::kInfraError, "cannot prepare the job directory '" + job.path() + "'");
   }
@@ -240,10 +246,11 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
   phase = SteadyClock::now();
   const std::string checks = std::to_string(settings_.checks);
   ProcessSpec reference = python_spec({harness + "/reference.py", "--task", task + "/model.py",
-                                       "--out", ref, "--checks", checks, "--device", settings_.device},
+                                       "--out", ref, "--private", expect, "--checks", checks,
+                                       "--device", settings_.device},
                                       settings_.reference_timeout_seconds);
   reference.stdin_data = std::to_string(private_seed()) + "\n";
-  auto reference_run = launch(reference, {task, harness}, {ref});
+  auto reference_run = launch(reference, {task, harness}, {ref, expect});
   evidence.timings.emplace_back("reference", since(phase));
   if (!reference_run) return finish(Verdict::kInfraError, "reference: " + reference_run.status().message());
   if (reference_run.value().outcome != ProcessResult::Outcome::kExited ||
@@ -321,7 +328,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
   for (int check = 0; check < settings_.checks; ++check) {
     const std::string k = std::to_string(check);
     list.begin_object().field("index", check);
-    auto expected = read_tensor_file(ref + "/expected_" + k + ".bin");
+    auto expected = read_tensor_file(expect + "/expected_" + k + ".bin");
     auto actual = read_tensor_file(cand + "/out_" + k + ".bin");
     if (!expected) {
       list.field("error", "reference output: " + expected.status().message()).end_object();
@@ -343,7 +350,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     list.field("max_rel_error", compared.max_rel_error).field("worst", compared.worst_path);
     list.field("mismatched", static_cast<std::int64_t>(compared.mismatched_elements));
     if (!compared.match) list.field("reason", compared.reason);
-    auto inputs_before = read_tensor_file(ref + "/inputs_" + k + ".bin");
+    auto inputs_before = read_tensor_file(expect + "/inputs_" + k + ".bin");
     auto inputs_after = read_tensor_file(cand + "/inputs_after_" + k + ".bin");
     const bool inputs_kept = inputs_before && inputs_after &&
                              tensors_bytes_equal(inputs_before.value(), inputs_after.value());
