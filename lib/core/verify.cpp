@@ -316,7 +316,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     evidence.forbidden_ops_json = simdjson::minify(forbidden);
     std::string names;
     for (auto field : forbidden) names += (names.empty() ? "" : ", ") + std::string(field.key);
-    return finish(Verdict::kRejectPolicy, "forward ran torch compute operators: " + names.substr(0, 300));
+    return finish(Verdict::kRejectPolicy, "the candidate ran torch compute operators (setup: = while imported or built): " + names.substr(0, 300));
   }
 
   // 6. The trusted comparison, check by check.
