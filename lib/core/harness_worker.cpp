@@ -40,8 +40,10 @@ constexpr std::size_t kMaxAnswerBytes = std::size_t{16} << 20;
 
 }  // namespace
 
-Status HarnessWorker::start() {
+Status HarnessWorker::launch() {
+  if (process_ && process_->running()) return Status::ok();
   process_.reset();
+  ready_ = false;
   versions_.clear();
   ++starts_;
   SandboxCommand command;
@@ -55,13 +57,19 @@ Status HarnessWorker::start() {
   auto spawned = Subprocess::spawn(command.spec, options_.log_path);
   if (!spawned) return Status::error("cannot start the harness worker: " + spawned.status().message());
   process_.emplace(std::move(spawned).value());
-  auto line = process_->receive_line(options_.start_timeout_seconds, 1 << 16);
-  if (!line) return line.status();
+  return Status::ok();
+}
+
+Status HarnessWorker::await_ready() {
+  if (ready_) return Status::ok();
   const auto failed = [&](const std::string& why) {
     process_.reset();
     const std::string tail = log_tail(options_.log_path);
     return Status::error("the harness worker " + why + (tail.empty() ? "" : ": " + tail));
   };
+  if (!process_) return failed("is not running");
+  auto line = process_->receive_line(options_.start_timeout_seconds, 1 << 16);
+  if (!line) return line.status();
   if (line.value().kind == Subprocess::Line::Kind::kTimeout) {
     return failed("did not start within " + std::to_string(static_cast<int>(options_.start_timeout_seconds)) + " s");
   }
@@ -79,20 +87,26 @@ Status HarnessWorker::start() {
       if (!field.value.get(text)) versions_.emplace(std::string(field.key), std::string(text));
     }
   }
+  ready_ = true;
   return Status::ok();
 }
 
+Status HarnessWorker::start() {
+  process_.reset();
+  if (Status status = launch(); !status) return status;
+  return await_ready();
+}
+
 Result<double> HarnessWorker::warm_up() {
-  if (process_ && process_->running()) return 0.0;
+  if (ready_ && process_ && process_->running()) return 0.0;
   const auto started = SteadyClock::now();
-  if (Status status = start(); !status) return status;
+  if (Status status = launch(); !status) return status;
+  if (Status status = await_ready(); !status) return status;
   return since(started);
 }
 
 Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
-  if (!process_ || !process_->running()) {
-    if (Status status = start(); !status) return status;
-  }
+  if (auto warm = warm_up(); !warm) return warm.status();
   const std::string nonce = make_nonce();
   std::string request;
   JsonWriter out(request);

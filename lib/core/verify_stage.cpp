@@ -7,12 +7,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/record.h"
 #include "cudaagent/record_sink.h"
 #include "cudaagent/record_stage.h"
+#include "cudaagent/result_store.h"
 #include "cudaagent/sandbox.h"
 
 namespace cudaagent {
@@ -114,13 +116,11 @@ Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& s
   options.settings.sandbox = [base, probe](const ProcessSpec& inner,
                                            const std::vector<std::string>& readable,
                                            const std::vector<std::string>& writable)
-      -> Result<ProcessResult> {
+      -> Result<SandboxCommand> {
     SandboxPolicy policy = base;
     policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
     policy.writable = writable;
-    auto command = sandbox_command(inner, policy, probe);
-    if (!command) return command.status();
-    return run_process(command.value().spec);
+    return sandbox_command(inner, policy, probe);
   };
   return Status::ok();
 }
@@ -138,7 +138,7 @@ std::string verified_record(const std::string& id, const std::string& workspace,
 // JSONL mode: {"id", "task": {"model_py"}, "candidate": {"files": {...}} | {"workspace": path}}.
 class VerifyStage final : public RecordStage {
  public:
-  VerifyStage(const Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
+  VerifyStage(Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
   std::string_view key() const override { return "verify"; }
 
   RecordEdit process(const InputRecord& record) override {
@@ -175,11 +175,11 @@ class VerifyStage final : public RecordStage {
   }
 
  private:
-  const Verifier& verifier_;
+  Verifier& verifier_;
   Session& session_;
 };
 
-Result<StageEnd> run_workspaces(VerifyOptions& options, const Verifier& verifier, Session& session) {
+Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Session& session) {
   auto sink = RecordSink::open(options.common.output);
   if (!sink) return sink.status();
   std::string task_bytes;
@@ -261,6 +261,13 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
+  std::optional<ResultStore> store;
+  if (!options.common.db.empty()) {
+    auto opened = ResultStore::open(options.common.db);
+    if (!opened) return opened.status();
+    store.emplace(std::move(opened).value());
+    verifier.value().use_store(&*store);
+  }
   session.log.info("torch " + verifier.value().torch().torch_version + " (" +
                    verifier.value().torch().python + "), sandbox: " + options.settings.sandbox_summary);
   if (directories != 0) return run_workspaces(options, verifier.value(), session);

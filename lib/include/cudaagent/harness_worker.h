@@ -50,8 +50,12 @@ class HarnessWorker {
   // cannot be started at all (with the tail of its log), or answers in a way that cannot be ours.
   Result<ProcessResult> run(const HarnessJob& job);
 
-  // Starts the worker now instead of at the first job (so its start is not charged to a job).
-  // Seconds the start took; 0 when it was already running.
+  // Starts the worker process without waiting for it to be ready, so its interpreter start and
+  // imports overlap other work (the build); run() and warm_up() then wait for its greeting.
+  Status launch();
+
+  // Starts the worker (or waits for the one launched) so its start is not charged to a job.
+  // Seconds spent here; 0 when it was already ready.
   Result<double> warm_up();
 
   // Versions the worker reported at start ("torch" -> "2.11.0"); empty before a start.
@@ -63,9 +67,11 @@ class HarnessWorker {
   void stop() { process_.reset(); }
 
  private:
-  Status start();
+  Status start();        // launch() and wait for the greeting
+  Status await_ready();  // read the greeting of the launched worker
   HarnessWorkerOptions options_;
   std::optional<Subprocess> process_;
+  bool ready_ = false;
   std::map<std::string, std::string> versions_;
   int starts_ = 0;
 };
