@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "cudaagent/record_stage.h"
 #include "cudaagent/result_store.h"
 #include "cudaagent/sandbox.h"
+#include "cudaagent/workspace.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
@@ -220,6 +222,58 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
   return StageEnd::kCompleted;
 }
 
+// --check: each workspace's kernels/*.cu through NVRTC, one record per workspace with a "check"
+// key; nothing is built, nothing runs. Exit 0 whatever the diagnostics (they are data).
+Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
+  if (!options.cuda_check) {
+    return Status::error("--check needs NVRTC, and this build has no CUDA Toolkit");
+  }
+  auto sink = RecordSink::open(options.common.output);
+  if (!sink) return sink.status();
+  NvrtcCheckOptions check_options;
+  if (!options.settings.build.cuda_arch.empty()) check_options.arch = options.settings.build.cuda_arch;
+  check_options.jobs = std::max(options.common.jobs, 1);
+  for (const std::string& dir : options.common.inputs) {
+    if (session.stop_signal.load() != 0) break;
+    const std::string workspace = fs::absolute(dir).lexically_normal().string();
+    const std::string id = fs::path(workspace).filename().string();
+    std::string line;
+    // The same snapshot rules as a verification: only the candidate's own files are read.
+    auto snapshot = snapshot_workspace(workspace, SnapshotLimits{}, ProtectedFiles{});
+    const auto started = std::chrono::steady_clock::now();
+    auto checks = snapshot ? options.cuda_check(snapshot.value().files, check_options)
+                           : Result<std::vector<CudaFileCheck>>(snapshot.status());
+    if (!checks) {
+      append_error_record(line, {"verify", dir, 0}, checks.status().message(), "", id);
+    } else {
+      bool ok = true;
+      JsonWriter json(line);
+      json.begin_object().field("id", id).field("workspace", workspace).key("check").begin_object();
+      json.key("files").begin_array();
+      for (const auto& file : checks.value()) {
+        ok = ok && file.ok;
+        json.begin_object().field("file", file.file).field("ok", file.ok);
+        json.field("checkable", file.checkable).field("seconds", file.seconds);
+        json.field("diagnostics", file.diagnostics).end_object();
+        session.log.info(cudaagent::quoted(file.file) + ": " +
+                         (file.ok ? "ok" : file.checkable ? "errors" : "not checkable"));
+      }
+      json.end_array().field("ok", ok).field("tool", "nvrtc");
+      json.field("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      json.end_object().end_object();
+      line.push_back('\n');
+    }
+    if (auto status = sink.value().write(line); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+    if (auto status = sink.value().flush(); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+  }
+  if (auto status = sink.value().commit(); !status) return status;
+  return StageEnd::kCompleted;
+}
+
 }  // namespace
 
 void add_verify_flags(CLI::App& app, VerifyOptions& options) {
@@ -246,6 +300,8 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+  app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
+               "for diagnostics (a fraction of a second; nothing is built or run)");
 }
 
 Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
@@ -253,6 +309,12 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   for (const auto& input : options.common.inputs) directories += is_directory(input) ? 1 : 0;
   if (directories != 0 && directories != options.common.inputs.size()) {
     return Status::error("give either workspace directories or JSONL files, not both");
+  }
+  if (options.check) {
+    if (directories != options.common.inputs.size() || directories == 0) {
+      return Status::error("--check takes workspace directories");
+    }
+    return run_check(options, session);
   }
   options.settings.build.jobs = options.common.jobs;
   auto verifier = Verifier::create(options.settings);
