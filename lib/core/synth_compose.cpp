@@ -16,6 +16,7 @@ constexpr std::int64_t kMaxElements = (std::int64_t{1} << 31) - 1;  // many CUDA
 constexpr int kParamDraws = 8;     // parameter draws tried for one operator at one position
 constexpr int kOperatorPicks = 12; // operators tried for one position
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kRoundSizeShare = 0.75;  // drawn sizes snapped to round numbers; the rest stay odd
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -51,6 +52,22 @@ std::string strip_quotes(std::string_view s) {
   return std::string(s);
 }
 
+// The round number nearest to k: k itself up to 8, else m * 2^e with m in 4..8, so sizes read
+// like the ones people pick (48, 96, 384, 1792) rather than 1217.
+std::int64_t round_size(std::int64_t k) {
+  if (k <= 8) return k;
+  int e = 0;
+  while ((k >> (e + 1)) >= 4) ++e;  // the largest power of two with k / 2^e >= 4
+  const std::int64_t unit = std::int64_t{1} << e;
+  return ((k + unit / 2) / unit) * unit;
+}
+
+// The round number nearest to k inside [lo, hi], or k when none is close.
+std::int64_t round_within(std::int64_t k, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t r = round_size(k);
+  return r >= lo && r <= hi ? r : k;
+}
+
 struct SizeBounds {
   std::int64_t lo, hi, multiple;
 };
@@ -70,7 +87,9 @@ double draw_spec(const ParamSpec& spec, Rng& rng, std::int64_t max_dim) {
   switch (spec.kind) {
     case Kind::kSize: {
       const SizeBounds b = capped(spec, max_dim);
-      return static_cast<double>(b.multiple * rng.log_uniform_int(b.lo, b.hi));
+      std::int64_t k = rng.log_uniform_int(b.lo, b.hi);
+      if (rng.uniform() < kRoundSizeShare) k = round_within(k, b.lo, b.hi);
+      return static_cast<double>(b.multiple * k);
     }
     case Kind::kRange: return static_cast<double>(rng.uniform_int(spec.lo, spec.hi));
     case Kind::kChoice:
@@ -298,6 +317,7 @@ int Composer::draw_depth(Rng& rng) const {
 }
 
 double Composer::op_ms(const OpEntry& entry, double flops, double bytes) const {
+  if (entry.kernels == 0) return 0;  // a view: nothing runs on the device
   const DeviceModel& d = settings_.device;
   double compute = 0;
   if (entry.math == MathKind::kFp32) compute = flops / (d.fp32_tflops * 1e12);
@@ -500,10 +520,17 @@ Status Composer::finish(Composition& c, Rng& rng) const {
     if (time_at(static_cast<double>(mid)) >= target) b = mid;
     else a = mid + 1;
   }
+  // The round batch nearest the target time (in log time) among the neighbours of the solution.
   std::int64_t batch = a;
-  if (batch > lo && std::fabs(std::log(time_at(static_cast<double>(batch - 1)) / target)) <
-                        std::fabs(std::log(time_at(static_cast<double>(batch)) / target))) {
-    --batch;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::int64_t candidate : {round_size(a), round_size(std::max(lo, a - 1)), round_size(a + a / 8),
+                                 round_size(std::max(lo, a - a / 8))}) {
+    if (candidate < lo || candidate > hi) continue;
+    const double miss = std::fabs(std::log(time_at(static_cast<double>(candidate)) / target));
+    if (miss < best) {
+      best = miss;
+      batch = candidate;
+    }
   }
   const Composition at1 = c;
   if (auto s = evaluate_chain(c, batch); !s) return s;
