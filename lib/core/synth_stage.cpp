@@ -21,7 +21,7 @@ namespace {
 constexpr int kMaxDepth = 5;
 constexpr int kMaxFailedRequestsInARow = 3;
 
-Result<std::vector<double>> parse_numbers(std::string_view text, const std::string& flag) {
+Result<std::vector<double>> parse_numbers(std::string_view text) {
   std::vector<double> out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -31,7 +31,7 @@ Result<std::vector<double>> parse_numbers(std::string_view text, const std::stri
     char* end = nullptr;
     const double value = std::strtod(item.c_str(), &end);
     if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(value)) {
-      return Status::error(flag + " takes comma-separated numbers, not '" + std::string(text) + "'");
+      return Status::error("takes comma-separated numbers, not '" + std::string(text) + "'");
     }
     out.push_back(value);
     start = comma + 1;
@@ -42,7 +42,7 @@ Result<std::vector<double>> parse_numbers(std::string_view text, const std::stri
 // Checks the flags against each other and the catalog. Throws CLI::ValidationError (exit 2).
 void validate(CLI::App& app, SynthOptions& o) {
   if (app.count("--version") > 0) return;
-  auto weights = parse_numbers(o.depth_weights, "--depth-weights");
+  auto weights = parse_numbers(o.depth_weights);
   if (!weights) throw CLI::ValidationError("--depth-weights", weights.status().message());
   double total = 0;
   for (double w : weights.value()) {
@@ -53,7 +53,7 @@ void validate(CLI::App& app, SynthOptions& o) {
     throw CLI::ValidationError("--depth-weights", "give 1 to 5 weights (depths 1..5) with a positive sum");
   }
   o.settings.depth_weights = weights.value();
-  auto window = parse_numbers(o.window, "--window-ms");
+  auto window = parse_numbers(o.window);
   if (!window || window.value().size() != 2 || !(window.value()[0] > 0) ||
       !(window.value()[0] < window.value()[1])) {
     throw CLI::ValidationError("--window-ms", "takes LO,HI with 0 < LO < HI, not '" + o.window + "'");
