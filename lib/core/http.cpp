@@ -30,6 +30,13 @@ extern "C" std::size_t collect(char* data, std::size_t size, std::size_t count, 
   return bytes;
 }
 
+// libcurl calls this often during a transfer (at least once a second, and on every chunk);
+// a non-zero return aborts the transfer.
+extern "C" int check_stop(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* stop = static_cast<const std::atomic<int>*>(user);
+  return stop != nullptr && stop->load() != 0 ? 1 : 0;
+}
+
 bool retryable(long status) { return status == 408 || status == 429 || status >= 500; }
 
 std::string first_line(const std::string& body) {
@@ -68,6 +75,11 @@ Result<HttpResponse> HttpClient::post(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (request.stop != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, check_stop);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, request.stop);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
@@ -75,6 +87,7 @@ Result<HttpResponse> HttpClient::post(const HttpRequest& request) {
   const CURLcode code = curl_easy_perform(curl);
   if (code != CURLE_OK) {
     if (sink.overflow) return Status::error("response larger than 64 MiB");
+    if (code == CURLE_ABORTED_BY_CALLBACK) return Status::error("stopped by a signal");
     return Status::error(error[0] != 0 ? std::string(error) : std::string(curl_easy_strerror(code)));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
@@ -86,6 +99,8 @@ Result<HttpResponse> HttpClient::post_with_retries(
     const std::function<void(const std::string&)>& on_retry) {
   std::string failure;
   const int tries = 1 + std::max(0, policy.retries);
+  HttpRequest stoppable = request;
+  stoppable.stop = &stop;
   for (int attempt = 0; attempt < tries; ++attempt) {
     if (attempt > 0) {
       const double wait = std::min(policy.max_backoff_seconds,
@@ -97,8 +112,9 @@ Result<HttpResponse> HttpClient::post_with_retries(
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
-    auto response = post(request);
+    auto response = post(stoppable);
     if (response && !retryable(response.value().status)) return response;
+    if (stop.load() != 0) return Status::error("POST " + request.url + ": stopped by a signal");
     failure = response ? "HTTP " + std::to_string(response.value().status) + ": " +
                              first_line(response.value().body)
                        : response.status().message();

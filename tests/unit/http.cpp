@@ -59,6 +59,12 @@ class CannedServer {
         request.append(buffer, static_cast<std::size_t>(n));
       }
       requests_.push_back(request);
+      if (reply.empty()) {  // never answer: wait until the client gives up
+        while (::read(client, buffer, sizeof buffer) > 0) {
+        }
+        ::close(client);
+        continue;
+      }
       const std::string response = "HTTP/1.1 " + reply;
       (void)!::write(client, response.data(), response.size());
       ::close(client);
@@ -172,6 +178,24 @@ TEST_CASE("a stop request ends the wait between retries") {
   const auto start = std::chrono::steady_clock::now();
   auto response = client.post_with_retries({url, "{}", {}}, {5, 10.0, 30.0}, stop, nullptr);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_FALSE(response);
+  CHECK(response.status().message().find("stopped by a signal") != std::string::npos);
+  CHECK(seconds < 5.0);
+}
+
+TEST_CASE("a stop request abandons a transfer under way") {
+  HttpGlobal global;
+  CannedServer server({""});
+  HttpClient client;
+  std::atomic<int> stop{0};
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.store(2);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto response = client.post_with_retries({server.url(), "{}", {}, 60.0}, {3, 0.0, 1.0}, stop, nullptr);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stopper.join();
   REQUIRE_FALSE(response);
   CHECK(response.status().message().find("stopped by a signal") != std::string::npos);
   CHECK(seconds < 5.0);

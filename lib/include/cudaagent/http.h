@@ -20,6 +20,8 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
   double timeout_seconds = 120;      // the whole transfer
   double connect_timeout_seconds = 10;
+  // When set and non-zero (a signal number), a transfer under way is abandoned within ~0.1 s.
+  const std::atomic<int>* stop = nullptr;
 };
 
 struct HttpResponse {
@@ -43,12 +45,12 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // One POST. Any HTTP status is a response; a Status when no response came (refused, timed out,
-  // bad URL), saying why.
+  // bad URL, stopped), saying why.
   Result<HttpResponse> post(const HttpRequest& request);
 
   // POST with retries: a transport failure or HTTP 408, 429 or 5xx is tried again after the
   // policy's backoff; other statuses are returned as they are. `stop` (a signal number, 0 for
-  // none) ends the waiting early. `on_retry` hears each failed try, for logging.
+  // none) ends the transfer and the waiting early. `on_retry` hears each failed try, for logging.
   Result<HttpResponse> post_with_retries(const HttpRequest& request, const RetryPolicy& policy,
                                          const std::atomic<int>& stop,
                                          const std::function<void(const std::string&)>& on_retry);
