@@ -187,7 +187,8 @@ TEST_CASE("sources that are not modules are answers, not failures") {
   AstTokenizer helper = start_helper();
   for (const std::string& source : {std::string("def f(:\n    pass\n"),
                                    std::string("x = (1,\n"), std::string("  indented = 1\n"),
-                                   std::string("x = 1\0", 6)}) {
+                                   std::string("x = 1\0", 6),
+                                   "x = " + std::string(300, '(') + "1" + std::string(300, ')')}) {
     CAPTURE(source);
     auto parsed = helper.parse(source);
     REQUIRE_MESSAGE(parsed, parsed.status().message());
