@@ -32,7 +32,7 @@ cat >"$scratch/python" <<SH
 n=\$(( \$(cat "$scratch/starts" 2>/dev/null || echo 0) + 1 ))
 echo \$n >"$scratch/starts"
 if [[ -n \${FAIL_AFTER:-} && \$n -gt \$FAIL_AFTER ]]; then echo "refusing to start" >&2; exit 5; fi
-exec python3 -I "$scratch/crashing.py" "\$2"
+exec python3 -I -B "$scratch/crashing.py" "\$2"
 SH
 chmod +x "$scratch/python"
 task() { printf '{"id":"%s","task":{"model_py":"import torch\\nclass Model(torch.nn.Module):\\n    def forward(self, x):\\n        return torch.%s(x)  # %s\\n"}}\n' "$1" "$2" "$3"; }
