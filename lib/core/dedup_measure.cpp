@@ -112,7 +112,8 @@ struct SimilarityIndex::Shard {
   std::vector<std::uint32_t> shape_counts, ops_counts;  // scratch: shared values per document
 };
 
-SimilarityIndex::SimilarityIndex(int jobs) {
+SimilarityIndex::SimilarityIndex(int jobs, std::uint64_t parallel_work)
+    : parallel_work_(parallel_work) {
   const std::size_t shards = static_cast<std::size_t>(std::max(jobs, 1));
   for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>());
   shard_best_.resize(shards);
@@ -137,6 +138,8 @@ std::uint32_t SimilarityIndex::add(const Fingerprint& fingerprint) {
     for (const std::uint64_t value : values) {
       const auto [it, inserted] =
           family.ids.try_emplace(value, static_cast<std::uint32_t>(family.ids.size()));
+      if (inserted) family.documents.push_back(0);
+      ++family.documents[it->second];
       if (postings.size() <= it->second) postings.resize(family.ids.size());
       postings[it->second].push_back(local);
     }
@@ -204,28 +207,35 @@ void SimilarityIndex::run_worker(std::size_t shard) {
 }
 
 SimilarityIndex::Nearest SimilarityIndex::nearest(const Fingerprint& query) {
+  std::uint64_t work = 0;  // counter increments this query will cost
   for (auto [family, values] : {std::pair{&shape_, &query.shape}, std::pair{&ops_, &query.ops}}) {
     family->query_ids.clear();
     for (const std::uint64_t value : *values) {
       if (const auto it = family->ids.find(value); it != family->ids.end()) {
         family->query_ids.push_back(it->second);
+        work += family->documents[it->second];
       }
     }
     family->query_size = values->size();
   }
   if (shape_.query_ids.empty()) return {};
-  if (!workers_.empty()) {
+  // Waking the workers costs microseconds (far more on a loaded machine); below this much work
+  // the caller scores every shard itself.
+  const bool parallel = !workers_.empty() && work + documents_ >= parallel_work_;
+  if (parallel) {
     {
       std::lock_guard lock(mutex_);
       ++generation_;
       pending_ = workers_.size();
     }
     wake_.notify_all();
-  }
-  score_shard(0, shard_best_[0]);
-  if (!workers_.empty()) {
+    score_shard(0, shard_best_[0]);
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
+  } else {
+    for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
+      score_shard(shard, shard_best_[shard]);
+    }
   }
   std::optional<Best> best;
   for (const Best& candidate : shard_best_) {

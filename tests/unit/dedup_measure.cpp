@@ -109,9 +109,14 @@ TEST_CASE("the index finds exactly what brute force finds, on any number of thre
   // Exact copies, so ties between documents must go to the first.
   stored.push_back(stored[17]);
   stored.push_back(stored[3]);
-  for (int jobs : {1, 2, 3, 8}) {
+  // parallel_work 0: every query on all threads; the default: these small queries on one.
+  for (const auto& [jobs, parallel_work] :
+       {std::pair{1, SimilarityIndex::kParallelWork}, std::pair{2, std::uint64_t{0}},
+        std::pair{3, std::uint64_t{0}}, std::pair{8, std::uint64_t{0}},
+        std::pair{3, SimilarityIndex::kParallelWork}}) {
     CAPTURE(jobs);
-    SimilarityIndex index(jobs);
+    CAPTURE(parallel_work);
+    SimilarityIndex index(jobs, parallel_work);
     for (const Fingerprint& f : stored) index.add(f);
     CHECK(index.size() == stored.size());
     int found_some = 0;
@@ -141,7 +146,7 @@ TEST_CASE("the index finds exactly what brute force finds, on any number of thre
 }
 
 TEST_CASE("the index: nothing stored, nothing shared") {
-  SimilarityIndex index(2);
+  SimilarityIndex index(2, 0);
   const Fingerprint query = make_fingerprint("a b c d e f", "relu");
   CHECK_FALSE(index.nearest(query).document.has_value());
   index.add(make_fingerprint("p q r s t", "relu"));

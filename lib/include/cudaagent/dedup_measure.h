@@ -54,10 +54,15 @@ double fingerprint_similarity(const Fingerprint& a, const Fingerprint& b);
 // stored fingerprint is most similar to this one". Documents are numbered 0, 1, ... in the order
 // added; fingerprints with an empty shape are never found (the stage never stores one). With
 // `jobs` > 1 the documents are dealt round-robin to that many shards and nearest() scores them on
-// that many threads (the caller's among them). Not thread-safe: one caller at a time.
+// that many threads (the caller's among them) when a query is big enough to pay for waking them.
+// Not thread-safe: one caller at a time.
 class SimilarityIndex {
  public:
-  explicit SimilarityIndex(int jobs = 1);
+  // Counter increments (plus documents to scan) from which a query is worth several threads:
+  // about a millisecond of work, many times what waking the threads costs.
+  static constexpr std::uint64_t kParallelWork = std::uint64_t{1} << 18;
+
+  explicit SimilarityIndex(int jobs = 1, std::uint64_t parallel_work = kParallelWork);
   ~SimilarityIndex();
   SimilarityIndex(const SimilarityIndex&) = delete;
   SimilarityIndex& operator=(const SimilarityIndex&) = delete;
@@ -93,12 +98,14 @@ class SimilarityIndex {
   // One feature family (shape or ops): value -> feature id, and the query's ids.
   struct Family {
     std::unordered_map<std::uint64_t, std::uint32_t> ids;
+    std::vector<std::uint32_t> documents;  // per feature id: documents holding it
     std::vector<std::uint32_t> query_ids;  // the query's values that some document has
     std::uint64_t query_size = 0;
   };
   void score_shard(std::size_t shard, Best& best);
   void run_worker(std::size_t shard);
 
+  std::uint64_t parallel_work_;
   std::size_t documents_ = 0;
   Family shape_, ops_;
   std::vector<std::unique_ptr<Shard>> shards_;
