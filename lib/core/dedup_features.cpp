@@ -20,6 +20,7 @@
 #include <climits>
 #include <cmath>
 #include <system_error>
+#include <thread>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
@@ -63,7 +64,7 @@ int remaining_ms(SteadyClock::time_point deadline) {
 struct AstTokenizer::State {
   std::string python;
   pid_t pid = -1;
-  UniqueFd socket;      // our end; the child's stdin and stdout are the other
+  UniqueFd socket;       // our end; the child's stdin and stdout are the other
   UniqueFd stderr_file;  // memfd holding the child's stderr
   UniqueFd exec_errors;  // read end of the child's set-up error pipe
   double timeout_seconds = 60.0;
@@ -93,11 +94,15 @@ struct AstTokenizer::State {
       }
       pid = -1;
       process_detail::ChildError report;
-      if (::read(exec_errors.get(), &report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
-        return text + ": cannot execute " + cudaagent::quoted(python) + ": " + errno_text(report.err);
+      if (::read(exec_errors.get(), &report, sizeof report) ==
+          static_cast<ssize_t>(sizeof report)) {
+        return text + ": cannot execute " + cudaagent::quoted(python) + ": " +
+               errno_text(report.err);
       }
-      if (WIFEXITED(status)) text += " (exited with code " + std::to_string(WEXITSTATUS(status)) + ")";
-      if (WIFSIGNALED(status)) text += " (killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+      if (WIFEXITED(status))
+        text += " (exited with code " + std::to_string(WEXITSTATUS(status)) + ")";
+      if (WIFSIGNALED(status))
+        text += " (killed by signal " + std::to_string(WTERMSIG(status)) + ")";
     }
     std::string err(4096, '\0');
     const off_t size = ::lseek(stderr_file.get(), 0, SEEK_END);
@@ -117,7 +122,8 @@ struct AstTokenizer::State {
       const int ready = ::poll(&fd, 1, remaining_ms(deadline));
       if (ready < 0 && errno == EINTR) continue;
       if (ready == 0) return Status::error(autopsy("the AST helper stopped reading (timed out)"));
-      const ssize_t n = ::send(socket.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n =
+          ::send(socket.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n < 0) return Status::error(autopsy("the AST helper went away"));
       bytes.remove_prefix(static_cast<std::size_t>(n));
@@ -136,8 +142,8 @@ struct AstTokenizer::State {
       }
       scanned = buffer.size();
       if (buffer.size() > cap) {
-        return Status::error(autopsy("the AST helper's answer exceeds " + std::to_string(cap) +
-                                     " bytes"));
+        return Status::error(
+            autopsy("the AST helper's answer exceeds " + std::to_string(cap) + " bytes"));
       }
       pollfd fd{socket.get(), POLLIN, 0};
       const int ready = ::poll(&fd, 1, remaining_ms(deadline));
@@ -145,8 +151,8 @@ struct AstTokenizer::State {
       if (ready == 0) {
         char limit[32];
         std::snprintf(limit, sizeof limit, "%g", timeout_seconds);
-        return Status::error(autopsy(std::string("the AST helper did not answer within ") +
-                                     limit + " s"));
+        return Status::error(
+            autopsy(std::string("the AST helper did not answer within ") + limit + " s"));
       }
       const std::size_t old = buffer.size();
       buffer.resize(old + kChunk);
@@ -196,11 +202,12 @@ Result<AstTokenizer> AstTokenizer::start(const std::string& python, const std::s
     return Status::error("cannot create a memory file: " + errno_text(errno));
   }
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::error("cannot create a pipe: " + errno_text(errno));
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return Status::error("cannot create a pipe: " + errno_text(errno));
   state->exec_errors.reset(pipe_fds[0]);
   UniqueFd error_write(pipe_fds[1]);
-  for (UniqueFd* fd : {&state->socket, &child_end, &state->stderr_file, &state->exec_errors,
-                       &error_write}) {
+  for (UniqueFd* fd :
+       {&state->socket, &child_end, &state->stderr_file, &state->exec_errors, &error_write}) {
     if (Status lifted = lift_above_stdio(*fd); !lifted) return lifted;
   }
   plan.stdin_fd = child_end.get();
@@ -224,22 +231,26 @@ Result<AstTokenizer> AstTokenizer::start(const std::string& python, const std::s
 
   // Start-up gets at least kStartSeconds: an interpreter on a loaded node or a network
   // filesystem can take seconds to import, and that says nothing about the parses to come.
-  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                                 std::chrono::duration<double>(
-                                                     std::max(timeout_seconds, kStartSeconds)));
+  const auto deadline =
+      SteadyClock::now() +
+      std::chrono::duration_cast<SteadyClock::duration>(
+          std::chrono::duration<double>(std::max(timeout_seconds, kStartSeconds)));
   auto line = state->receive_line(deadline, 4096);
   if (!line) {
-    return Status::error(cudaagent::quoted(python) + " cannot run the AST helper: " + line.status().message());
+    return Status::error(cudaagent::quoted(python) +
+                         " cannot run the AST helper: " + line.status().message());
   }
   simdjson::dom::element answer;
   std::string_view version;
   if (state->parser.parse(line.value()).get(answer) || answer["version"].get(version)) {
-    return Status::error(cudaagent::quoted(python) + " cannot run the AST helper: " +
-                         state->autopsy("it announced " + cudaagent::quoted(line.value().substr(0, 200))));
+    return Status::error(
+        cudaagent::quoted(python) + " cannot run the AST helper: " +
+        state->autopsy("it announced " + cudaagent::quoted(line.value().substr(0, 200))));
   }
   if (version != kAstTokensVersion) {
-    return Status::error(cudaagent::quoted(script) + " speaks " + cudaagent::quoted(version) + ", expected " +
-                         cudaagent::quoted(kAstTokensVersion) + " (a share directory from another version?)");
+    return Status::error(cudaagent::quoted(script) + " speaks " + cudaagent::quoted(version) +
+                         ", expected " + cudaagent::quoted(kAstTokensVersion) +
+                         " (a share directory from another version?)");
   }
   return AstTokenizer(std::move(state));
 }
@@ -251,8 +262,9 @@ Result<ParsedSource> AstTokenizer::parse(std::string_view source) {
   request.reserve(source.size() + 16);
   append_json_string(request, source);
   request.push_back('\n');
-  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                                 std::chrono::duration<double>(state.timeout_seconds));
+  const auto deadline =
+      SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                               std::chrono::duration<double>(state.timeout_seconds));
   if (Status sent = state.send_all(request, deadline); !sent) return sent;
   // Tokens are at most a few times longer than their text ("a+b" is "BinOp Name Add Name").
   auto line = state.receive_line(deadline, 16 * source.size() + (std::size_t{1} << 20));
@@ -261,8 +273,8 @@ Result<ParsedSource> AstTokenizer::parse(std::string_view source) {
   ParsedSource parsed;
   std::string_view text;
   if (state.parser.parse(line.value()).get(answer)) {
-    return Status::error(state.autopsy("the AST helper answered " +
-                                       cudaagent::quoted(line.value().substr(0, 200))));
+    return Status::error(
+        state.autopsy("the AST helper answered " + cudaagent::quoted(line.value().substr(0, 200))));
   }
   std::string_view ops;
   if (!answer["tokens"].get(text) && !answer["ops"].get(ops)) {
@@ -272,10 +284,42 @@ Result<ParsedSource> AstTokenizer::parse(std::string_view source) {
   } else if (!answer["error"].get(text)) {
     parsed.error = std::string(text);
   } else {
-    return Status::error(state.autopsy("the AST helper answered " +
-                                       cudaagent::quoted(line.value().substr(0, 200))));
+    return Status::error(
+        state.autopsy("the AST helper answered " + cudaagent::quoted(line.value().substr(0, 200))));
   }
   return parsed;
+}
+
+std::vector<std::optional<Result<ParsedSource>>> parse_sources(
+    const std::string& python, const std::string& script,
+    const std::vector<std::string_view>& sources, int helpers, std::uint64_t& restarts,
+    const std::atomic<int>* stop) {
+  std::vector<std::optional<Result<ParsedSource>>> answers(sources.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::uint64_t> failures{0};
+  // Each thread owns one helper; a source goes to whichever thread is free, so a slow task
+  // holds up one helper, not the others.
+  auto work = [&] {
+    auto helper = AstTokenizer::start(python, script);
+    while (helper && (stop == nullptr || stop->load() == 0)) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= sources.size()) break;
+      auto answer = helper.value().parse(sources[i]);
+      const bool failed = !answer;
+      answers[i].emplace(std::move(answer));
+      if (failed) {
+        ++failures;
+        helper = AstTokenizer::start(python, script);
+      }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(helpers, 1), sources.size());
+  std::vector<std::thread> workers;
+  for (std::size_t i = 1; i < threads; ++i) workers.emplace_back(work);
+  if (threads > 0) work();
+  for (std::thread& worker : workers) worker.join();
+  restarts += failures.load();
+  return answers;
 }
 
 Result<AstTokenizer> start_ast_tokenizer(const std::string& requested) {

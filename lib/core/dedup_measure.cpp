@@ -107,8 +107,8 @@ double fingerprint_similarity(const Fingerprint& a, const Fingerprint& b) {
 struct SimilarityIndex::Shard {
   // feature id -> local document numbers, per family
   std::vector<std::vector<std::uint32_t>> shape_postings, ops_postings;
-  std::vector<std::uint32_t> shape_sizes, ops_sizes;  // per local document
-  std::vector<std::uint32_t> global;                  // local document -> document number
+  std::vector<std::uint32_t> shape_sizes, ops_sizes;    // per local document
+  std::vector<std::uint32_t> global;                    // local document -> document number
   std::vector<std::uint32_t> shape_counts, ops_counts;  // scratch: shared values per document
 };
 
@@ -181,7 +181,8 @@ void SimilarityIndex::score_shard(std::size_t index, Best& best) {
     const std::uint64_t shared_ops = shard.ops_counts[local];
     shard.shape_counts[local] = shard.ops_counts[local] = 0;
     if (shared_shape == 0) continue;  // nothing in common: not a neighbour
-    const Fraction shape = jaccard_fraction(shared_shape, shape_.query_size, shard.shape_sizes[local]);
+    const Fraction shape =
+        jaccard_fraction(shared_shape, shape_.query_size, shard.shape_sizes[local]);
     const Fraction ops = jaccard_fraction(shared_ops, ops_.query_size, shard.ops_sizes[local]);
     const Best candidate{shard.global[local], shape, ops};
     // Locals ascend with the document number, so the first of equals stays.

@@ -16,8 +16,8 @@ namespace {
 
 bool is_set_name(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -26,8 +26,8 @@ void read_file_entry(const fs::path& path, std::string name, std::uint64_t max_b
   std::error_code error;
   const std::uintmax_t size = fs::file_size(path, error);
   if (!error && size > max_bytes) {
-    session.log.warn("skipping reference " + cudaagent::quoted(path.string()) + ": " + std::to_string(size) +
-                     " bytes exceeds --max-record-bytes");
+    session.log.warn("skipping reference " + cudaagent::quoted(path.string()) + ": " +
+                     std::to_string(size) + " bytes exceeds --max-record-bytes");
     return;
   }
   std::string source;
@@ -42,14 +42,18 @@ Status read_directory(const fs::path& root, std::uint64_t max_bytes, ReferenceSe
                       Session& session) {
   std::error_code error;
   std::vector<fs::path> files;
-  auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied,
-                                             error);
-  if (error) return Status::error("cannot read " + cudaagent::quoted(root.string()) + ": " + error.message());
+  auto it =
+      fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, error);
+  if (error)
+    return Status::error("cannot read " + cudaagent::quoted(root.string()) + ": " +
+                         error.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(error)) {
     if (error) break;
     if (it->path().extension() == ".py" && it->is_regular_file(error)) files.push_back(it->path());
   }
-  if (error) return Status::error("cannot read " + cudaagent::quoted(root.string()) + ": " + error.message());
+  if (error)
+    return Status::error("cannot read " + cudaagent::quoted(root.string()) + ": " +
+                         error.message());
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {
     read_file_entry(file, file.lexically_relative(root).generic_string(), max_bytes, set, session);
@@ -67,7 +71,8 @@ Status read_jsonl(const std::string& path, std::uint64_t max_bytes, ReferenceSet
     auto more = reader.value().next(line);
     if (!more) return more.status();
     if (!more.value()) break;
-    if (line.bytes.find_first_not_of(" \t\r") == std::string_view::npos && !line.oversized) continue;
+    if (line.bytes.find_first_not_of(" \t\r") == std::string_view::npos && !line.oversized)
+      continue;
     const std::string where = cudaagent::quoted(path) + " line " + std::to_string(line.number);
     if (line.oversized) {
       session.log.warn("skipping reference " + where + ": longer than --max-record-bytes");
@@ -83,8 +88,8 @@ Status read_jsonl(const std::string& path, std::uint64_t max_bytes, ReferenceSet
       session.log.warn("skipping reference " + where + ": no task.model_py string");
       continue;
     }
-    std::string name = record.value()["id"].get(id) ? "line " + std::to_string(line.number)
-                                                      : std::string(id);
+    std::string name =
+        record.value()["id"].get(id) ? "line " + std::to_string(line.number) : std::string(id);
     set.tasks.push_back({std::move(name), std::string(source)});
   }
   return Status::ok();
@@ -96,15 +101,17 @@ Result<ReferenceSet> read_reference_set(const std::string& spec, std::uint64_t m
                                         Session& session) {
   ReferenceSet set;
   std::string path = spec;
-  if (const auto equals = spec.find('='); equals != std::string::npos &&
-                                          is_set_name(std::string_view(spec).substr(0, equals))) {
+  if (const auto equals = spec.find('=');
+      equals != std::string::npos && is_set_name(std::string_view(spec).substr(0, equals))) {
     set.name = spec.substr(0, equals);
     path = spec.substr(equals + 1);
   }
   if (path.empty()) return Status::error("reference " + cudaagent::quoted(spec) + " names no path");
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  if (error) return Status::error("cannot open reference " + cudaagent::quoted(path) + ": " + error.message());
+  if (error)
+    return Status::error("cannot open reference " + cudaagent::quoted(path) + ": " +
+                         error.message());
   if (set.name.empty()) {
     fs::path trimmed = fs::path(path).lexically_normal();
     if (!trimmed.has_filename()) trimmed = trimmed.parent_path();

@@ -4,13 +4,18 @@
 // or stay, marked, with --annotate. Malformed tasks are error records, never silent drops.
 #include "cudaagent/dedup_stage.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "cudaagent/dedup_features.h"
 #include "cudaagent/dedup_measure.h"
 #include "cudaagent/json_writer.h"
+#include "cudaagent/line_reader.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/record.h"
 #include "cudaagent/record_sink.h"
@@ -46,7 +51,9 @@ struct Tally {
 class DedupStage final : public RecordStage {
  public:
   DedupStage(const DedupOptions& options, AstTokenizer tokenizer, RecordSink* dropped)
-      : options_(options), tokenizer_(std::move(tokenizer)), dropped_(dropped),
+      : options_(options),
+        tokenizer_(std::move(tokenizer)),
+        dropped_(dropped),
         index_(options.common.jobs) {}
 
   std::string_view key() const override { return "dedup"; }
@@ -54,21 +61,72 @@ class DedupStage final : public RecordStage {
   // Adds one reference set to the index; entries that do not parse are skipped with a warning.
   Status add_references(const ReferenceSet& set, Session& session) {
     set_names_.push_back(set.name);
+    std::vector<std::string_view> sources;
+    for (const ReferenceTask& task : set.tasks) sources.push_back(task.source);
+    auto answers = parse_in_parallel(sources, session);
     std::uint64_t added = 0;
-    for (const ReferenceTask& task : set.tasks) {
-      auto fingerprint = fingerprint_of(task.source);
+    for (std::size_t i = 0; i < set.tasks.size(); ++i) {
+      const ReferenceTask& task = set.tasks[i];
+      auto fingerprint = fingerprint_of(task.source, std::move(answers[i]));
       if (!fingerprint) {
         if (fatal_) return *fatal_;
-        session.log.warn("skipping reference " + cudaagent::quoted(set.name + "/" + task.name) + ": " +
-                         fingerprint.status().message());
+        session.log.warn("skipping reference " + cudaagent::quoted(set.name + "/" + task.name) +
+                         ": " + fingerprint.status().message());
         continue;
       }
       index_.add(fingerprint.value());
       labels_.push_back({set_names_.size() - 1, task.name});
       ++added;
     }
-    session.log.info("reference set " + cudaagent::quoted(set.name) + ": " + std::to_string(added) + " of " +
-                     std::to_string(set.tasks.size()) + " tasks");
+    session.log.info("reference set " + cudaagent::quoted(set.name) + ": " + std::to_string(added) +
+                     " of " + std::to_string(set.tasks.size()) + " tasks");
+    return Status::ok();
+  }
+
+  // Parses, on --jobs helpers at once, the tasks of inputs that can be read twice (regular
+  // files), so that process() finds them ready; stdin and pipes are parsed record by record.
+  // The records read here are the ones the driver will hand over: the same shard, the same lines.
+  Status parse_ahead(Session& session) {
+    if (options_.common.jobs <= 1) return Status::ok();
+    std::vector<std::string> inputs = options_.common.inputs;
+    if (inputs.empty()) inputs.emplace_back("-");
+    for (const std::string& input : inputs) {
+      struct stat st {};
+      if (input == "-" || ::stat(input.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return Status::ok();  // ordinals after this input are unknown: parse as records come
+      }
+    }
+    std::vector<std::uint64_t> keys;
+    std::vector<std::string> texts;
+    RecordParser parser;
+    std::uint64_t ordinal = 0;
+    for (std::size_t n = 0; n < inputs.size(); ++n) {
+      auto reader = LineReader::open(inputs[n], options_.common.max_record_bytes,
+                                     &session.stop_signal);
+      if (!reader) return reader.status();
+      InputLine line;
+      for (;;) {
+        auto more = reader.value().next(line);
+        if (!more) return more.status();
+        if (!more.value()) break;
+        const bool blank = line.bytes.find_first_not_of(" \t\r") == std::string_view::npos;
+        if (!line.oversized && blank) continue;
+        if (!options_.common.shard.owns(ordinal++) || line.oversized) continue;
+        auto record = parser.parse(line.bytes);
+        std::string_view source;
+        if (!record || record.value()["task"]["model_py"].get(source)) continue;
+        keys.push_back(ahead_key(n, line.number));
+        texts.emplace_back(source);
+      }
+    }
+    std::vector<std::string_view> sources(texts.begin(), texts.end());
+    auto answers = parse_in_parallel(sources, session);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (answers[i]) ahead_.insert_or_assign(keys[i], std::move(*answers[i]));
+    }
+    session.log.info("parsed " + std::to_string(keys.size()) + " tasks ahead on " +
+                     std::to_string(std::min<std::size_t>(options_.common.jobs, keys.size())) +
+                     " AST helpers");
     return Status::ok();
   }
 
@@ -84,7 +142,17 @@ class DedupStage final : public RecordStage {
     if (task["model_py"].get(model)) return RecordEdit::error("task.model_py is missing");
     std::string_view source;
     if (model.get_string().get(source)) return RecordEdit::error("task.model_py is not a string");
-    auto fingerprint = fingerprint_of(source);
+    std::optional<Result<ParsedSource>> ready;
+    if (!ahead_.empty()) {
+      const auto input = std::find(options_.common.inputs.begin(), options_.common.inputs.end(),
+                                   record.source);
+      const auto n = static_cast<std::size_t>(input - options_.common.inputs.begin());
+      if (const auto it = ahead_.find(ahead_key(n, record.line)); it != ahead_.end()) {
+        ready.emplace(std::move(it->second));
+        ahead_.erase(it);
+      }
+    }
+    auto fingerprint = fingerprint_of(source, std::move(ready));
     if (!fingerprint) return RecordEdit::error("task.model_py " + fingerprint.status().message());
     ++tally_.tasks;
 
@@ -110,9 +178,9 @@ class DedupStage final : public RecordStage {
       ++tally_.kept;
       if (!options_.references_only) {
         index_.add(fingerprint.value());
-        const std::string name = record.id.empty() ? std::string(record.source) + ":" +
-                                                         std::to_string(record.line)
-                                                   : std::string(record.id);
+        const std::string name =
+            record.id.empty() ? std::string(record.source) + ":" + std::to_string(record.line)
+                              : std::string(record.id);
         labels_.push_back({kStreamLabel, name});
       }
       return RecordEdit::set_key(std::move(value));
@@ -152,24 +220,45 @@ class DedupStage final : public RecordStage {
     return label.set == kStreamLabel ? kStreamSet : std::string_view(set_names_[label.set]);
   }
 
-  // The source's fingerprint, or why there is none ("does not parse: SyntaxError ...", "has no
-  // code ..."). When the helper itself fails, the reason says so and a new helper is started for
-  // the next task; if that fails too, fatal_ ends the run at the next release.
-  Result<Fingerprint> fingerprint_of(std::string_view source) {
-    if (fatal_) return *fatal_;
-    const auto start = std::chrono::steady_clock::now();
-    auto parsed = tokenizer_.parse(source);
-    tally_.parse_seconds += seconds_since(start);
-    if (!parsed) {
-      ++tally_.helper_restarts;
-      auto restarted = AstTokenizer::start(tokenizer_.python(), helper_script());
-      if (restarted) {
-        tokenizer_ = std::move(restarted).value();
-      } else {
-        fatal_ = Status::error("cannot restart the AST helper: " + restarted.status().message());
-      }
-      return Status::error("could not be parsed: " + parsed.status().message());
+  static std::uint64_t ahead_key(std::size_t input, std::uint64_t line) {
+    return (static_cast<std::uint64_t>(input) << 44) | line;
+  }
+
+  std::vector<std::optional<Result<ParsedSource>>> parse_in_parallel(
+      const std::vector<std::string_view>& sources, Session& session) {
+    if (options_.common.jobs <= 1 || sources.size() < 2) {
+      return std::vector<std::optional<Result<ParsedSource>>>(sources.size());
     }
+    const auto start = std::chrono::steady_clock::now();
+    auto answers = parse_sources(tokenizer_.python(), helper_script(), sources,
+                                 options_.common.jobs, tally_.helper_restarts, &session.stop_signal);
+    tally_.parse_seconds += seconds_since(start);
+    return answers;
+  }
+
+  // The source's fingerprint, or why there is none ("does not parse: SyntaxError ...", "has no
+  // code ..."), from the answer parsed ahead when there is one. When the helper itself fails, the
+  // reason says so and a new helper is started for the next task; if that fails too, fatal_ ends
+  // the run at the next release.
+  Result<Fingerprint> fingerprint_of(std::string_view source,
+                                     std::optional<Result<ParsedSource>> ready = std::nullopt) {
+    if (fatal_) return *fatal_;
+    if (!ready) {
+      const auto start = std::chrono::steady_clock::now();
+      ready.emplace(tokenizer_.parse(source));
+      tally_.parse_seconds += seconds_since(start);
+      if (!*ready) {
+        ++tally_.helper_restarts;
+        auto restarted = AstTokenizer::start(tokenizer_.python(), helper_script());
+        if (restarted) {
+          tokenizer_ = std::move(restarted).value();
+        } else {
+          fatal_ = Status::error("cannot restart the AST helper: " + restarted.status().message());
+        }
+      }
+    }
+    const Result<ParsedSource>& parsed = *ready;
+    if (!parsed) return Status::error("could not be parsed: " + parsed.status().message());
     if (!parsed.value().parsed) return Status::error("does not parse: " + parsed.value().error);
     Fingerprint fingerprint = make_fingerprint(parsed.value().tokens, parsed.value().ops);
     if (fingerprint.shape.empty()) {
@@ -187,6 +276,8 @@ class DedupStage final : public RecordStage {
   std::string dropped_pending_;
   std::optional<Status> fatal_;
   Tally tally_;
+  // Answers parsed ahead, by ahead_key(input index, line), taken by process().
+  std::unordered_map<std::uint64_t, Result<ParsedSource>> ahead_;
 };
 
 }  // namespace
@@ -242,6 +333,7 @@ Result<StageEnd> run_dedup(DedupOptions& options, Session& session) {
     }
     if (Status added = stage.add_references(set.value(), session); !added) return added;
   }
+  if (Status ahead = stage.parse_ahead(session); !ahead) return ahead;
   StageCounts counts;
   auto end = run_record_stage(stage, options.common, session, &counts);
   if (!end) return end;
@@ -254,8 +346,8 @@ Result<StageEnd> run_dedup(DedupOptions& options, Session& session) {
       std::to_string(tally.tasks - tally.kept) + " above the threshold " +
       fixed(options.threshold, 3) + " (" + std::to_string(tally.near_reference) +
       " near a reference, " + std::to_string(tally.near_stream) + " near an earlier task)" +
-      (options.annotate ? ", marked in the output" : ", left out of the output") +
-      "; parsing " + fixed(tally.parse_seconds, 2) + " s, " + std::to_string(tally.comparisons) +
+      (options.annotate ? ", marked in the output" : ", left out of the output") + "; parsing " +
+      fixed(tally.parse_seconds, 2) + " s, " + std::to_string(tally.comparisons) +
       " comparisons in " + fixed(tally.compare_seconds, 2) + " s" +
       (tally.helper_restarts == 0
            ? std::string()

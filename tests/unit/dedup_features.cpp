@@ -116,7 +116,8 @@ ParsedSource parse(AstTokenizer& helper, const std::string& source) {
 
 double similarity(AstTokenizer& helper, const std::string& a, const std::string& b) {
   const ParsedSource x = parse(helper, a), y = parse(helper, b);
-  return fingerprint_similarity(make_fingerprint(x.tokens, x.ops), make_fingerprint(y.tokens, y.ops));
+  return fingerprint_similarity(make_fingerprint(x.tokens, x.ops),
+                                make_fingerprint(y.tokens, y.ops));
 }
 
 std::string tokens(AstTokenizer& helper, const std::string& source) {
@@ -177,18 +178,17 @@ TEST_CASE("the torch API, keyword names and structure are kept") {
   // So is another keyword argument, or one more operation.
   CHECK(similarity(helper, kConvTask, replaced(kConvTask, "padding=1", "stride=1")) < 1.0);
   CHECK(similarity(helper, kConvTask,
-                   replaced(kConvTask, "return x + self.bias", "return torch.tanh(x + self.bias)")) <
-        0.95);
+                   replaced(kConvTask, "return x + self.bias",
+                            "return torch.tanh(x + self.bias)")) < 0.95);
   // Unrelated tasks share little beyond the KernelBench boilerplate.
   CHECK(similarity(helper, kConvTask, kMatmulSoftmax) < 0.4);
 }
 
 TEST_CASE("sources that are not modules are answers, not failures") {
   AstTokenizer helper = start_helper();
-  for (const std::string& source : {std::string("def f(:\n    pass\n"),
-                                   std::string("x = (1,\n"), std::string("  indented = 1\n"),
-                                   std::string("x = 1\0", 6),
-                                   "x = " + std::string(300, '(') + "1" + std::string(300, ')')}) {
+  for (const std::string& source : {std::string("def f(:\n    pass\n"), std::string("x = (1,\n"),
+                                    std::string("  indented = 1\n"), std::string("x = 1\0", 6),
+                                    "x = " + std::string(300, '(') + "1" + std::string(300, ')')}) {
     CAPTURE(source);
     auto parsed = helper.parse(source);
     REQUIRE_MESSAGE(parsed, parsed.status().message());
@@ -201,7 +201,8 @@ TEST_CASE("sources that are not modules are answers, not failures") {
   CHECK(parsed.value().error.find("line 1") != std::string::npos);
   // The helper keeps serving after bad input, and non-ASCII text reaches it intact.
   CHECK(tokens(helper, "s = 'h\xc3\xa9llo \xe2\x9c\x93'\n") == "Assign Name Str");
-  const ParsedSource empty = parse(helper, "\"\"\"A docstring.\"\"\"\nimport torch  # and a comment\n");
+  const ParsedSource empty =
+      parse(helper, "\"\"\"A docstring.\"\"\"\nimport torch  # and a comment\n");
   CHECK(empty.tokens.empty());
   CHECK(empty.ops.empty());
 }
@@ -220,8 +221,9 @@ TEST_CASE("a helper that cannot start, dies, hangs or speaks another version is 
 
   const std::string dies = dir.file("dies.py");
   cudaagent::testing::write_file(
-      dies, "import sys\nprint('{\"version\": \"ast-tokens-1\"}', flush=True)\n"
-            "sys.stdin.buffer.readline()\nsys.stderr.write('boom: out of luck\\n')\nsys.exit(3)\n");
+      dies,
+      "import sys\nprint('{\"version\": \"ast-tokens-1\"}', flush=True)\n"
+      "sys.stdin.buffer.readline()\nsys.stderr.write('boom: out of luck\\n')\nsys.exit(3)\n");
   auto dying = AstTokenizer::start("python3", dies, 5);
   REQUIRE_MESSAGE(dying, dying.status().message());
   auto answer = dying.value().parse("x = 1\n");
@@ -241,11 +243,64 @@ TEST_CASE("a helper that cannot start, dies, hangs or speaks another version is 
 
   const std::string garbage = dir.file("garbage.py");
   cudaagent::testing::write_file(
-      garbage, "import sys\nprint('{\"version\": \"ast-tokens-1\"}', flush=True)\n"
-               "sys.stdin.buffer.readline()\nprint('[1, 2]', flush=True)\nsys.stdin.read()\n");
+      garbage,
+      "import sys\nprint('{\"version\": \"ast-tokens-1\"}', flush=True)\n"
+      "sys.stdin.buffer.readline()\nprint('[1, 2]', flush=True)\nsys.stdin.read()\n");
   auto lying = AstTokenizer::start("python3", garbage, 5);
   REQUIRE_MESSAGE(lying, lying.status().message());
   auto nonsense = lying.value().parse("x = 1\n");
   REQUIRE_FALSE(nonsense);
   CHECK(nonsense.status().message().find("answered") != std::string::npos);
+}
+
+TEST_CASE("parse_sources: several helpers, answers in order, failures per source") {
+  auto first = cudaagent::start_ast_tokenizer("");
+  REQUIRE_MESSAGE(first, first.status().message());
+  const std::string python = first.value().python();
+  const std::string script = cudaagent::share_dir() + "/harness/ast_features.py";
+  std::vector<std::string> texts;
+  for (int i = 0; i < 40; ++i) {
+    texts.push_back(i % 7 == 3 ? "def broken(:\n"
+                               : "y = torch.op" + std::to_string(i) + "(x" + std::string(i % 5, '+') +
+                                     (i % 5 ? "1" : "") + ")\n");
+  }
+  const std::vector<std::string_view> sources(texts.begin(), texts.end());
+  std::uint64_t restarts = 0;
+  auto answers = cudaagent::parse_sources(python, script, sources, 3, restarts);
+  REQUIRE(answers.size() == sources.size());
+  CHECK(restarts == 0);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(answers[i].has_value());
+    REQUIRE(answers[i]->is_ok());
+    auto alone = first.value().parse(sources[i]);
+    REQUIRE(alone);
+    CHECK(answers[i]->value().parsed == alone.value().parsed);
+    CHECK(answers[i]->value().tokens == alone.value().tokens);
+    CHECK(answers[i]->value().ops == alone.value().ops);
+  }
+
+  // A helper that dies on one source: that source is a Status, the others are answered.
+  cudaagent::testing::TempDir dir;
+  const std::string crashing = dir.file("crashing.py");
+  cudaagent::testing::write_file(
+      crashing, "import os, sys\nsys.path.insert(0, " + std::string("'") +
+                    cudaagent::share_dir() + "/harness')\nsys.dont_write_bytecode = True\n"
+                    "import ast_features\nreal = ast_features.answer\n"
+                    "def answer(line):\n    if b'CRASH' in line:\n        os._exit(4)\n"
+                    "    return real(line)\nast_features.answer = answer\nast_features.main()\n");
+  texts[5] = "x = 'CRASH'\n";
+  const std::vector<std::string_view> with_crash(texts.begin(), texts.end());
+  auto crashed = cudaagent::parse_sources(python, crashing, with_crash, 2, restarts);
+  CHECK(restarts == 1);
+  REQUIRE(crashed[5].has_value());
+  CHECK_FALSE(crashed[5]->is_ok());
+  CHECK(crashed[5]->status().message().find("exited with code 4") != std::string::npos);
+  for (std::size_t i = 0; i < with_crash.size(); ++i) {
+    if (i != 5) CHECK((crashed[i].has_value() && crashed[i]->is_ok()));
+  }
+
+  // No helper can start: nothing is answered, and nothing is made up.
+  auto none = cudaagent::parse_sources("/nonexistent/python3", script, sources, 2, restarts);
+  for (const auto& answer : none) CHECK_FALSE(answer.has_value());
 }

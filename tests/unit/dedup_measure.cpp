@@ -166,9 +166,9 @@ TEST_CASE("the index: nothing stored, nothing shared") {
   CHECK(one.score == doctest::Approx(1.0 / 4.0));  // abcd shared; abcd bcde cdef ∪ bcdx
   // Equal scores: the higher other similarity wins, then the earlier document.
   SimilarityIndex ties(1);
-  ties.add(make_fingerprint("a b c d x y", "relu"));   // shape 1/5, ops 1/2
-  ties.add(make_fingerprint("a b c d e y", "relu"));   // shape 2/4, ops 1/2
-  ties.add(make_fingerprint("a b c d e z", "relu"));   // the same again
+  ties.add(make_fingerprint("a b c d x y", "relu"));  // shape 1/5, ops 1/2
+  ties.add(make_fingerprint("a b c d e y", "relu"));  // shape 2/4, ops 1/2
+  ties.add(make_fingerprint("a b c d e z", "relu"));  // the same again
   const SimilarityIndex::Nearest tie = ties.nearest(make_fingerprint("a b c d e f", "relu gelu"));
   REQUIRE(tie.document.has_value());
   CHECK(*tie.document == 1);

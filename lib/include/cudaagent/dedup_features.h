@@ -5,9 +5,13 @@
 // paid once, not per task.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cudaagent/status.h"
 
@@ -51,6 +55,16 @@ class AstTokenizer {
   explicit AstTokenizer(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+// Parses `sources` on `helpers` helper processes at once (each AstTokenizer::start(python,
+// script), each fed by its own thread) and returns the answers in the order of `sources`: the
+// ParsedSource, or a Status when the helper failed on that source (that helper is then replaced).
+// An entry stays empty (nullopt) when no helper was left to ask it (a replacement failed to start)
+// or `stop` became non-zero; callers parse those one by one. `restarts` counts the failures.
+std::vector<std::optional<Result<ParsedSource>>> parse_sources(
+    const std::string& python, const std::string& script,
+    const std::vector<std::string_view>& sources, int helpers, std::uint64_t& restarts,
+    const std::atomic<int>* stop = nullptr);
 
 // Tries the interpreters of python_candidates(requested) (torch_env.h: `requested`, else
 // $CUDAAGENT_PYTHON, every python3 on PATH, /usr/bin/python3) with share_dir()'s
