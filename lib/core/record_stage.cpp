@@ -76,7 +76,10 @@ class Driver {
     }
     session_.log.info(std::to_string(counts.records) + " records (" +
                       std::to_string(counts.stage_errors) + " turned into error records, " +
-                      std::to_string(counts.bad_lines) + " malformed lines) in " +
+                      std::to_string(counts.bad_lines) + " malformed lines" +
+                      (counts.dropped == 0 ? std::string()
+                                           : ", " + std::to_string(counts.dropped) + " dropped") +
+                      ") in " +
                       std::to_string(session_.clock.now_seconds() - start).substr(0, 5) + " s");
     return StageEnd::kCompleted;
   }
@@ -128,6 +131,9 @@ class Driver {
       case RecordEdit::Kind::kError:
         append_error_record(error_pending(), where, edit.reason, line.bytes, record.id);
         ++counts.stage_errors;
+        break;
+      case RecordEdit::Kind::kDrop:
+        ++counts.dropped;
         break;
     }
     ++pending_records_;
