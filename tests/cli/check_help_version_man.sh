@@ -13,9 +13,9 @@ grep -q "^$tool " "$scratch/version" || fail "--version lacks the program line"
 for dep in simdjson CLI11 SQLite OpenSSL "CUDA driver"; do
   grep -q "$dep:" "$scratch/version" || fail "--version lacks $dep"
 done
-grep -oE -- '--[a-z][a-z-]+' "$scratch/help" | sort -u >"$scratch/help-options"
+grep -oE -- '--[a-z][a-z0-9-]+' "$scratch/help" | sort -u >"$scratch/help-options"
 # Man page options are written as \-\-name in roff.
-grep -oE -- '\\-\\-[a-z][a-z\\-]+' "$root/man/$tool.1" | sed 's/\\//g' | sort -u >"$scratch/man-options"
+grep -oE -- '\\-\\-[a-z][a-z0-9\\-]+' "$root/man/$tool.1" | sed 's/\\//g' | sort -u >"$scratch/man-options"
 if ! diff -u "$scratch/help-options" "$scratch/man-options"; then
   fail "options in --help and man/$tool.1 differ (- help, + man)"
 fi
