@@ -124,7 +124,7 @@ TEST_CASE("a POST sends the body and headers and returns any status as a respons
   CHECK(sent.substr(sent.size() - 13) == "{\"model\":\"m\"}");
 }
 
-TEST_CASE("5xx is retried until it succeeds; 4xx is returned at once") {
+TEST_CASE("5xx is retried until it succeeds, 4xx is returned at once") {
   HttpGlobal global;
   CannedServer server({reply(500, "down"), reply(503, "busy"), reply(200, "fine"), reply(400, "bad")});
   HttpClient client;

@@ -279,7 +279,7 @@ TEST_CASE("clock stability: a spread above the maximum change is raised") {
   }
 }
 
-TEST_CASE("withholding: only raised gates that withhold count; JSON records every gate") {
+TEST_CASE("withholding: only raised gates that withhold count, JSON records every gate") {
   std::vector<ProfileFlag> flags;
   flags.push_back(check_speedup_ceiling("eager", 3, 10).value());
   auto timers = check_timer_consistency({10, 12, 1}, FlagSettings{}).value();  // idle: a note

@@ -50,7 +50,7 @@ void check_chain(const Composition& c) {
 
 }  // namespace
 
-TEST_CASE("the same seed and index give the same task; others give others") {
+TEST_CASE("the same seed and index give the same task, others give others") {
   const Composer composer(catalog(), ComposeSettings{});
   std::set<std::string> seen;
   for (std::uint64_t index = 0; index < 40; ++index) {
@@ -173,7 +173,7 @@ TEST_CASE("an impossible request fails with a reason instead of looping") {
   CHECK(c.status().message().find("attempts; the last:") != std::string::npos);
 }
 
-TEST_CASE("--batch fixes the batch and ignores the window; --max-dim caps drawn sizes") {
+TEST_CASE("--batch fixes the batch and ignores the window, --max-dim caps drawn sizes") {
   ComposeSettings settings;
   settings.batch = 3;
   settings.max_dim = 16;

@@ -44,7 +44,7 @@ TEST_CASE("arithmetic follows C precedence with '^' binding tightest, right to l
   CHECK(eval("1.5e3 + .5") == 1500.5);
 }
 
-TEST_CASE("'//' and '%' are Python's floor division and modulo; '/' is real division") {
+TEST_CASE("'//' and '%' are Python's floor division and modulo, '/' is real division") {
   CHECK(eval("7 // 2") == 3);
   CHECK(eval("-7 // 2") == -4);
   CHECK(eval("-7 % 3") == 2);
@@ -61,7 +61,7 @@ TEST_CASE("comparisons and logic give 1 or 0") {
   CHECK(eval("b <= -3 && c > 0") == 1);
 }
 
-TEST_CASE("functions: min, max of any arity; floor, ceil, abs of one") {
+TEST_CASE("functions: min, max of any arity, floor, ceil, abs of one") {
   CHECK(eval("min(3, 1, 2)") == 1);
   CHECK(eval("max(a, b, c, 10)") == 10);
   CHECK(eval("min(a)") == 7);

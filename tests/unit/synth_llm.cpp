@@ -101,7 +101,7 @@ TEST_CASE("proposals in prose and code fences, in both JSON forms, with paramete
   CHECK(bare.value()[0].chain.size() == 2);
 }
 
-TEST_CASE("a bad proposal is an error of that proposal; the others stay usable") {
+TEST_CASE("a bad proposal is an error of that proposal, the others stay usable") {
   const std::vector<int> allowed{*catalog().find("relu"), *catalog().find("linear")};
   auto proposals = parse_proposals(
       R"({"compositions": [["conv4d", "relu"], ["linear", "relu"], ["linear", "gelu"], [], "relu",

@@ -87,7 +87,7 @@ TEST_CASE("repeated operators and shared parameter names get the position as a s
   CHECK(contains(py, "x = self.linear_1(x)\n        x = torch.relu(x)\n        x = self.linear_3(x)\n"));
 }
 
-TEST_CASE("extra inputs become forward arguments and get_inputs entries; helpers appear once") {
+TEST_CASE("extra inputs become forward arguments and get_inputs entries, helpers appear once") {
   const Composition c = compose({"rmsnorm", "bmm", "mul_tensor", "rmsnorm"});
   const std::string py = render_model_py(catalog(), c);
   CHECK(contains(py, "def forward(self, x, y1, y2):"));

@@ -118,7 +118,7 @@ TEST_CASE("timing report without torch.compile writes null and earns at most tie
   CHECK(milestone_reward(json) == 2);
 }
 
-TEST_CASE("timing report is deterministic for a seed; each arm draws its own stream") {
+TEST_CASE("timing report is deterministic for a seed, each arm draws its own stream") {
   const auto samples = simulate_profile(2.0, 1.5, 1.0, 23);
   BootstrapSettings a, b;
   a.seed = 1;

@@ -374,7 +374,7 @@ TEST_CASE("compare_speedup at and across the tolerance band") {
   CHECK(speedup_comparison_name(C::kNoSignificantDifference) == "no_significant_difference");
 }
 
-TEST_CASE("time intervals: ~95% coverage of the true median; rounds matter when rounds differ") {
+TEST_CASE("time intervals: ~95% coverage of the true median, rounds matter when rounds differ") {
   std::mt19937_64 rng(555);
   std::normal_distribution<double> normal;
   const int experiments = 400;
