@@ -116,6 +116,7 @@ Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
   out.end_array().field("stdin", job.stdin_data).field("cwd", job.working_dir);
   out.key("limits").begin_object();
   if (job.limits.cpu_seconds) out.field("cpu_seconds", static_cast<std::int64_t>(*job.limits.cpu_seconds));
+  if (job.limits.data_bytes) out.field("data_bytes", static_cast<std::int64_t>(*job.limits.data_bytes));
   if (job.limits.address_space_bytes) {
     out.field("address_space_bytes", static_cast<std::int64_t>(*job.limits.address_space_bytes));
   }

@@ -105,6 +105,7 @@ Result<ChildPlan> make_plan(const ProcessSpec& spec) {
     const std::uint64_t soft = std::min<std::uint64_t>(*limits.cpu_seconds, RLIM_INFINITY - 1);
     add_limit(RLIMIT_CPU, "RLIMIT_CPU", soft, soft + 1);
   }
+  if (limits.data_bytes) add_limit(RLIMIT_DATA, "RLIMIT_DATA", *limits.data_bytes, *limits.data_bytes);
   if (limits.address_space_bytes) {
     add_limit(RLIMIT_AS, "RLIMIT_AS", *limits.address_space_bytes, *limits.address_space_bytes);
   }

@@ -13,9 +13,12 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <future>
+#include <optional>
 #include <cstring>
 #include <random>
 
+#include "cudaagent/gpu_keeper.h"
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/record.h"
@@ -30,6 +33,19 @@ namespace fs = std::filesystem;
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+// Copies {"name": seconds, ...} (a harness script's own account of its phases) into the record's
+// timings under a prefix, at most 16 of them with short names: the candidate writes its own.
+void add_phase_timings(simdjson::dom::object phases, const std::string& prefix,
+                       std::vector<std::pair<std::string, double>>& timings) {
+  int kept = 0;
+  for (auto field : phases) {
+    double seconds = 0;
+    if (kept == 16 || field.key.size() > 32 || field.value.get(seconds)) continue;
+    timings.emplace_back(prefix + std::string(field.key), seconds);
+    ++kept;
+  }
+}
 
 double since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -129,6 +145,8 @@ std::uint64_t private_seed() {
 struct VerifyWorkers {
   std::string root, reference_in, reference_out, candidate_in, candidate_out;
   std::unique_ptr<RemovedTree> remove_root;
+  // With --device cuda: holds the GPU open so each job's CUDA start is not a cold one.
+  std::optional<GpuKeeper> keeper;
   std::unique_ptr<HarnessWorker> reference, candidate;
   std::uint64_t jobs = 0;
   ~VerifyWorkers() {
@@ -198,6 +216,7 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
                          std::strerror(errno));
   }
   workers->root = pattern;
+  if (settings.device == "cuda") workers->keeper.emplace(GpuKeeper::open());
   workers->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
   workers->reference_in = pattern + "/reference/in";
   workers->reference_out = pattern + "/reference/out";
@@ -373,6 +392,34 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   if (auto launched = workers.candidate->launch(); !launched) {
     return finish(Verdict::kInfraError, "candidate worker: " + launched.message());
   }
+  // 4. The reference, in a fresh child of the reference worker, with a private seed on stdin.
+  // It needs nothing of the candidate's, so it runs while the candidate builds.
+  const std::string harness = share + "/harness";
+  const std::string checks = std::to_string(settings_.checks);
+  HarnessJob reference;
+  reference.script = harness + "/reference.py";
+  reference.args = {"--task", task + "/model.py", "--out", ref_made, "--private", expect,
+                    "--checks", checks, "--device", settings_.device};
+  reference.stdin_data = std::to_string(private_seed()) + "\n";
+  reference.timeout_seconds = settings_.reference_timeout_seconds;
+  reference.limits.file_size_bytes = std::uint64_t{8} << 30;
+  struct ReferenceRun {
+    Result<double> warm_wait = 0.0;
+    Result<ProcessResult> run = Status::error("not run");
+    double seconds = 0;
+  };
+  // Declared after everything it reads: on an early return it is joined before they go.
+  std::future<ReferenceRun> reference_future =
+      std::async(std::launch::async, [&workers, &reference] {
+        ReferenceRun out;
+        out.warm_wait = workers.reference->warm_up();
+        if (!out.warm_wait) return out;
+        const auto start = SteadyClock::now();
+        out.run = workers.reference->run(reference);
+        out.seconds = since(start);
+        return out;
+      });
+
   phase = SteadyClock::now();
   BuildOptions build_options = settings_.build;
   if (settings_.sandbox) {
@@ -396,25 +443,23 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
                                       : last_line(diagnostics.substr(0, diagnostics.find('\n'))));
   }
 
-  // 4. The reference, in a fresh child of the reference worker, with a private seed on stdin.
-  const std::string harness = share + "/harness";
-  if (auto warm = workers.reference->warm_up(); !warm) {
-    return finish(Verdict::kInfraError, "reference worker: " + warm.status().message());
-  } else if (warm.value() > 0) {
-    evidence.timings.emplace_back("reference_worker_wait", warm.value());
-  }
+  // The reference's result, waited for after the build.
   phase = SteadyClock::now();
-  const std::string checks = std::to_string(settings_.checks);
-  HarnessJob reference;
-  reference.script = harness + "/reference.py";
-  reference.args = {"--task", task + "/model.py", "--out", ref_made, "--private", expect,
-                    "--checks", checks, "--device", settings_.device};
-  reference.stdin_data = std::to_string(private_seed()) + "\n";
-  reference.timeout_seconds = settings_.reference_timeout_seconds;
-  reference.limits.file_size_bytes = std::uint64_t{8} << 30;
-  auto reference_run = workers.reference->run(reference);
-  evidence.timings.emplace_back("reference", since(phase));
+  ReferenceRun reference_done = reference_future.get();
+  if (!reference_done.warm_wait) {
+    return finish(Verdict::kInfraError, "reference worker: " + reference_done.warm_wait.status().message());
+  } else if (reference_done.warm_wait.value() > 0) {
+    evidence.timings.emplace_back("reference_worker_wait", reference_done.warm_wait.value());
+  }
+  evidence.timings.emplace_back("reference", reference_done.seconds);
+  evidence.timings.emplace_back("reference_wait_after_build", since(phase));
+  auto& reference_run = reference_done.run;
   if (!reference_run) return finish(Verdict::kInfraError, "reference: " + reference_run.status().message());
+  if (std::string phases; read_whole_file(expect + "/phases.json", phases)) {
+    simdjson::dom::parser phase_parser;
+    simdjson::dom::object object;
+    if (!phase_parser.parse(phases).get(object)) add_phase_timings(object, "reference.", evidence.timings);
+  }
   if (reference_run.value().outcome != ProcessResult::Outcome::kExited ||
       reference_run.value().exit_code != 0) {
     return finish(Verdict::kInfraError, "the reference failed (" + reference_run.value().describe() +
@@ -444,6 +489,9 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     // address-space limit would break cuInit (research/reliability.md §3.1).
     candidate.limits.address_space_bytes = std::uint64_t{16} << 30;
   }
+  // The host-memory bound that works with CUDA too (seen on the H200: without it a memory bomb
+  // ran until the timeout).
+  candidate.limits.data_bytes = std::uint64_t{16} << 30;
   auto candidate_run = workers.candidate->run(candidate);
   evidence.timings.emplace_back("candidate", since(phase));
   if (!candidate_run) return finish(Verdict::kInfraError, "candidate: " + candidate_run.status().message());
@@ -463,6 +511,10 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
         std::string_view text;
         if (!layer.get_string().get(text)) evidence.sandbox_layers.emplace_back(text.substr(0, 64));
       }
+    }
+    simdjson::dom::object phases;
+    if (!report["phases_s"].get_object().get(phases)) {
+      add_phase_timings(phases, "candidate_reported.", evidence.timings);
     }
   }
 

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -146,6 +147,7 @@ def main():
     parser.add_argument("--policy", default=os.path.join(HERE, "policy.json"))
     args = parser.parse_args()
 
+    started = time.monotonic()
     import torch
 
     with open(args.policy) as policy_file:
@@ -154,8 +156,16 @@ def main():
     setup_allowed = set(policy.get("setup_allowed_ops", []))
     if args.device == "cuda":
         torch.cuda.init()  # open the GPU's device files before the write restrictions apply
+    phases = {"cuda_init": time.monotonic() - started}
     report = {"sandbox_layers": restrict_self(args.out), "forbidden_ops": {}, "aliasing": [],
-              "checks_done": 0}
+              "checks_done": 0, "phases_s": phases}
+    mark = time.monotonic()
+
+    def phase_done(name):
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = now - mark
+        mark = now
 
     def save_report():
         with open(os.path.join(args.out, "report.json"), "w") as out:
@@ -166,6 +176,7 @@ def main():
     init_inputs = torch.load(os.path.join(args.ref, "init.pt"))
     all_inputs = [torch.load(os.path.join(args.ref, f"inputs_{k}.pt")) for k in range(args.checks)]
     audit = make_audit_mode(torch, allowed, setup_allowed)()
+    phase_done("load_data")
     save_report()
 
     sys.path.insert(0, args.work)
@@ -174,6 +185,7 @@ def main():
         model = candidate.ModelNew(*init_inputs).to(args.device)
         model.load_state_dict(state)
     report["forbidden_ops"] = dict(audit.forbidden)
+    phase_done("import_and_build")
     save_report()
     audit.phase = "forward"
     for check, inputs in enumerate(all_inputs):
@@ -187,6 +199,7 @@ def main():
         tensor_file.write(torch, os.path.join(args.out, f"out_{check}.bin"), output)
         tensor_file.write(torch, os.path.join(args.out, f"inputs_after_{check}.bin"), inputs)
         report["checks_done"] = check + 1
+        phase_done(f"check_{check}")
         save_report()
     return 0
 

@@ -11,8 +11,10 @@ stderr when the task itself is broken (an INFRA_ERROR for the verifier, never th
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -41,8 +43,20 @@ def main():
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
     seed = int(sys.stdin.readline())
+    phases = {}
+    mark = time.monotonic()
+
+    def phase_done(name):
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = now - mark
+        mark = now
 
     import torch
+
+    if args.device == "cuda":
+        torch.cuda.init()
+    phase_done("cuda_init")
 
     torch.use_deterministic_algorithms(False)
     task = load_module("cudaagent_reference_task", args.task)
@@ -51,6 +65,7 @@ def main():
     model = task.Model(*init_inputs).to(args.device)
     torch.save(model.state_dict(), os.path.join(args.out, "state.pt"))
     torch.save(init_inputs, os.path.join(args.out, "init.pt"))
+    phase_done("build_model")
     for check in range(args.checks):
         # A fresh stream per check from the private seed: the inputs of one check reveal nothing
         # about the next.
@@ -65,6 +80,10 @@ def main():
         if args.device == "cuda":
             torch.cuda.synchronize()
         tensor_file.write(torch, os.path.join(args.private, f"expected_{check}.bin"), output)
+        phase_done(f"check_{check}")
+    # Where the time went, for the record (this directory is the trusted side's alone).
+    with open(os.path.join(args.private, "phases.json"), "w") as out:
+        json.dump(phases, out)
     return 0
 
 

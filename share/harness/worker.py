@@ -7,7 +7,7 @@ clean state, and a crash, a hang or a poisoned interpreter ends with its child.
 
 Protocol, one JSON object per line. The worker writes {"ready": true, "torch": VERSION} once
 imported. Each request on stdin: {"job": NONCE, "script": PATH, "argv": [...], "stdin": TEXT,
-"cwd": DIR, "limits": {"cpu_seconds", "address_space_bytes", "file_size_bytes"}, "output_cap": N};
+"cwd": DIR, "limits": {"cpu_seconds", "address_space_bytes", "data_bytes", "file_size_bytes"}, "output_cap": N};
 the reply on stdout: {"job": NONCE, "exit": CODE} or {"job": NONCE, "signal": N}, with "output"
 (the first output_cap bytes of the child's stdout and stderr, merged), "truncated", and the child's
 "wall_seconds", "user_cpu_seconds", "system_cpu_seconds", "max_rss_bytes". The parent is not
@@ -28,6 +28,7 @@ import time
 _LIMITS = {
     "cpu_seconds": resource.RLIMIT_CPU,
     "address_space_bytes": resource.RLIMIT_AS,
+    "data_bytes": resource.RLIMIT_DATA,
     "file_size_bytes": resource.RLIMIT_FSIZE,
 }
 

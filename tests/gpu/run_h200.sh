@@ -53,34 +53,51 @@ while IFS=$'\t' read -r seconds verdict timings; do
 done <"$out/edit-loop.txt"
 jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 
-# 2. Device-independent catalog cases on the CUDA base, all through one verifier (warm workers;
-#    a case that hangs costs its worker, the next case gets a fresh one).
-mkdir -p "$work/cases"
-dirs=()
-for case_dir in "$root"/tests/verify/cases/*/; do
-  name=$(basename "$case_dir")
-  if find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
-  ws=$work/cases/$name
-  cp -r "$base" "$ws"
-  (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh) |
-    while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
-  [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
-  [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
-  dirs+=("$ws")
-done
-start=$(date +%s.%N)
-"$bin/cudaagent-verify" --quiet --device cuda --task "$base/model.py" --timeout 20 "${dirs[@]}" \
-  >"$out/catalog.jsonl" 2>>"$log"
-end=$(date +%s.%N)
-while read -r record; do
-  name=$(jq -r .id <<<"$record")
-  expected=$(cat "$root/tests/verify/cases/$name/expected")
-  verdict=$(jq -r '.verify.verdict // .error.reason' <<<"$record")
-  reason=$(jq -r '.verify.reason // ""' <<<"$record" | tr '|' '/' | cut -c1-120)
-  echo "| catalog $name | $expected | $verdict | $(jq -r '.verify.timings_s.total' <<<"$record" | cut -c1-5) | $reason |" >>"$table"
-  [[ $verdict == "$expected" ]] || failures=$((failures + 1))
-done <"$out/catalog.jsonl"
-echo "| catalog, ${#dirs[@]} cases in one process | | | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | wall time |" >>"$table"
+# 2. Case sets, each through one verifier process (warm workers; a case that hangs or crashes
+#    costs its job, the next case gets a fresh child). A case directory overlays a base workspace
+#    (see tests/verify/run_case.sh); `expected` lists the accepted verdicts, space-separated.
+overlay_set() {  # label base task cases_root skip_cpp_cases
+  local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 dirs=() case_dir name ws
+  mkdir -p "$work/$label"
+  for case_dir in "$cases_root"/*/; do
+    name=$(basename "$case_dir")
+    [[ -f $case_dir/expected ]] || continue
+    if [[ $skip_cpp == yes ]] && find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
+    ws=$work/$label/$name
+    cp -r "$set_base" "$ws"
+    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README) |
+      while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
+    [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
+    [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
+    dirs+=("$ws")
+  done
+  local start end record expected verdict reason
+  start=$(date +%s.%N)
+  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout 20 "${dirs[@]}" \
+    >"$out/$label.jsonl" 2>>"$log"
+  end=$(date +%s.%N)
+  while read -r record; do
+    name=$(jq -r .id <<<"$record")
+    expected=$(cat "$cases_root/$name/expected")
+    verdict=$(jq -r '.verify.verdict // .error.reason' <<<"$record")
+    reason=$(jq -r '.verify.reason // ""' <<<"$record" | tr '|' '/' | cut -c1-120)
+    echo "| $label $name | $expected | $verdict | $(jq -r '.verify.timings_s.total' <<<"$record" | cut -c1-5) | $reason |" >>"$table"
+    [[ " $expected " == *" $verdict "* ]] || failures=$((failures + 1))
+  done <"$out/$label.jsonl"
+  [[ $(wc -l <"$out/$label.jsonl") == "${#dirs[@]}" ]] || {
+    echo "| $label | ${#dirs[@]} records | $(wc -l <"$out/$label.jsonl") records | | |" >>"$table"
+    failures=$((failures + 1))
+  }
+  echo "| $label, ${#dirs[@]} cases in one process | | | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | wall time |" >>"$table"
+}
+# The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
+# crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,
+# tiled, cuBLAS) on their own task.
+overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
+overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
+gemm=$root/tests/gpu/tasks/linear-relu
+mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
+overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

@@ -319,6 +319,28 @@ TEST_CASE("RLIMIT_AS makes a big allocation fail") {
   CHECK(r.err.find("MemoryError") != std::string::npos);
 }
 
+TEST_CASE("RLIMIT_DATA makes a big allocation fail but leaves reserved address space alone") {
+  if (::access("/usr/bin/python3", X_OK) != 0) {
+    MESSAGE("skipped: /usr/bin/python3 is missing");
+    return;
+  }
+  ProcessSpec spec;
+  // A 4 GiB PROT_NONE reservation (what the CUDA driver makes, larger) is fine; 1 GiB of memory
+  // the process can write is not.
+  spec.argv = {"/usr/bin/python3", "-c",
+               "import mmap\n"
+               "reserved = mmap.mmap(-1, 4 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)\n"
+               "print('reserved', flush=True)\n"
+               "bytearray(1 << 30)\n"};
+  spec.limits.data_bytes = std::uint64_t{256} << 20;
+  spec.timeout_seconds = 10;
+  const ProcessResult r = run(spec);
+  CHECK(r.outcome == Outcome::kExited);
+  CHECK(r.out.find("reserved") != std::string::npos);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("MemoryError") != std::string::npos);
+}
+
 TEST_CASE("a fork bomb under RLIMIT_NPROC is contained and leaves nothing behind") {
   if (::geteuid() != 0) {
     MESSAGE("skipped: needs root to run as another uid (RLIMIT_NPROC does not bind our own uid)");

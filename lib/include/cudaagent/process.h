@@ -25,6 +25,10 @@ struct ProcessLimits {
   std::optional<std::uint64_t> cpu_seconds;
   // RLIMIT_AS: allocations beyond it fail (malloc returns null, mmap ENOMEM).
   std::optional<std::uint64_t> address_space_bytes;
+  // RLIMIT_DATA: private writable memory (heap, anonymous mappings) beyond it fails. Unlike
+  // RLIMIT_AS it leaves alone the driver's reserved-but-inaccessible address space, so it
+  // bounds the host memory of a process that initialises CUDA.
+  std::optional<std::uint64_t> data_bytes;
   // RLIMIT_FSIZE: writing past it raises SIGXFSZ.
   std::optional<std::uint64_t> file_size_bytes;
   // RLIMIT_NOFILE: the highest file descriptor number plus one.
