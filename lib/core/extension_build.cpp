@@ -69,6 +69,27 @@ struct Job {
 
 }  // namespace
 
+// The first `max_lines` warning lines of a successful compile (gcc ": warning:", nvcc
+// "warning #"), with the workspace prefix stripped: what the agent may want to fix next.
+std::string warning_lines(const std::string& log, const std::string& strip_prefix, std::size_t max_lines) {
+  std::string out;
+  std::size_t count = 0, start = 0;
+  while (start < log.size() && count < max_lines) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(start, end - start);
+    start = end + 1;
+    if (line.find(": warning:") == std::string::npos && line.find("warning #") == std::string::npos) continue;
+    for (std::size_t at; !strip_prefix.empty() && (at = line.find(strip_prefix)) != std::string::npos;) {
+      line.erase(at, strip_prefix.size());
+    }
+    if (line.size() > 400) line = line.substr(0, 400) + "...";
+    out += line + "\n";
+    ++count;
+  }
+  return out;
+}
+
 std::string trim_diagnostics(const std::string& log, const std::string& strip_prefix,
                              std::size_t max_errors) {
   std::string out;
@@ -190,7 +211,9 @@ Result<BuildResult> build_extension(const std::string& workspace_dir, const std:
                                   .hex_digest();
   const std::string pch_dir = cache + "/pch/" + pch_key;
   const std::string pch_header = pch_dir + "/cudaagent_torch.h";
+  std::optional<CompileStep> pch_step;
   if (!fs::exists(pch_header + ".gch")) {
+    const auto pch_start = std::chrono::steady_clock::now();
     make_directories(pch_dir);
     if (!write_file_atomically(pch_header, "#include <torch/extension.h>\n")) {
       return Status::error("cannot write '" + pch_header + "'");
@@ -207,6 +230,7 @@ Result<BuildResult> build_extension(const std::string& workspace_dir, const std:
                            "): " + trim_diagnostics(run.value().err, "", 3));
     }
     fs::rename(temp, pch_header + ".gch", error);
+    pch_step = CompileStep{"(precompiled torch header)", "g++", /*cached=*/false, seconds_since(pch_start), /*ok=*/true};
   }
 
   for (Job& job : jobs) {
@@ -238,7 +262,8 @@ Result<BuildResult> build_extension(const std::string& workspace_dir, const std:
         argv.insert(argv.end(), flags.begin(), flags.end());
         argv.insert(argv.end(), job_includes.begin(), job_includes.end());
         argv.insert(argv.end(), includes.begin(), includes.end());
-        if (job.uses_torch_header) argv.insert(argv.end(), {"-include", pch_header});
+        // -Winvalid-pch: a header gcc silently declines to use costs seconds per file; say why.
+        if (job.uses_torch_header) argv.insert(argv.end(), {"-Winvalid-pch", "-include", pch_header});
         argv.insert(argv.end(), {"-c", workspace_dir + "/" + job.source, "-o", temp});
         auto run = run_tool(argv, options.compile_timeout_seconds);
         std::lock_guard lock(mutex);
@@ -249,6 +274,10 @@ Result<BuildResult> build_extension(const std::string& workspace_dir, const std:
           std::error_code rename_error;
           fs::rename(temp, job.object, rename_error);
           step.ok = !rename_error;
+          const std::string said = run.value().err + run.value().out;
+          if (!said.empty() && result.warnings.size() < 2000) {
+            result.warnings += warning_lines(said, workspace_dir + "/", 3);
+          }
         } else {
           const ProcessResult& failed = run.value();
           result.log += "== " + job.source + " (" + failed.describe() + ")\n" + failed.err + failed.out;
@@ -269,6 +298,7 @@ Result<BuildResult> build_extension(const std::string& workspace_dir, const std:
   for (int i = 0; i < count; ++i) threads.emplace_back(worker);
   for (auto& thread : threads) thread.join();
   if (!machinery) return machinery;
+  if (pch_step) result.steps.insert(result.steps.begin(), *pch_step);
 
   result.ok = std::all_of(result.steps.begin(), result.steps.end(),
                           [](const CompileStep& step) { return step.ok; });

@@ -282,6 +282,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     if (evidence.built) {
       out.key("build").begin_object().field("ok", evidence.build.ok);
       out.field("seconds", evidence.build.seconds).field("diagnostics", evidence.build.diagnostics);
+      if (!evidence.build.warnings.empty()) out.field("warnings", evidence.build.warnings.substr(0, 2000));
       if (!evidence.build.ok) {
         // The compiler's own words, when the error lines alone do not explain the failure.
         const std::string& log = evidence.build.log;

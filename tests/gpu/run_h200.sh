@@ -5,7 +5,9 @@
 #   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base;
 #   3. CUDA Agent's own example workspace, unchanged, through our verifier (must PASS), and its
 #      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
-# Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries.
+# Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
+# (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
+#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls"), CASE_TIMEOUT (20 s).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,7 +43,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"
 # 1. The agent's inner loop through one long-lived verifier: cold first iteration (empty cache,
 #    workers starting), then five one-kernel edits with warm workers.
 work=$(mktemp -d)
-"$root/bench/verify_edit_loop.sh" "$bin" "$base" kernels/bias_relu.cu cuda 6 "$out/edit-loop.jsonl" \
+"$root/bench/verify_edit_loop.sh" "$bin" "$base" kernels/bias_relu.cu cuda "${EDIT_ITERATIONS:-6}" "$out/edit-loop.jsonl" \
   >"$out/edit-loop.txt" 2>>"$log"
 i=0
 while IFS=$'\t' read -r seconds verdict timings; do
@@ -73,7 +75,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
   done
   local start end record expected verdict reason
   start=$(date +%s.%N)
-  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout 20 "${dirs[@]}" \
+  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" "${dirs[@]}" \
     >"$out/$label.jsonl" 2>>"$log"
   end=$(date +%s.%N)
   while read -r record; do
@@ -93,11 +95,12 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
 # The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
 # crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,
 # tiled, cuBLAS) on their own task.
-overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
-overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
+sets=" ${SETS:-catalog gpu-cases gemm-controls} "
+[[ $sets == *" catalog "* ]] && overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
+[[ $sets == *" gpu-cases "* ]] && overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
-overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
+[[ $sets == *" gemm-controls "* ]] && overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

@@ -43,6 +43,7 @@ struct BuildResult {
   std::vector<CompileStep> steps;
   std::string diagnostics;        // the first errors with file:line, for the agent and the record
   std::string log;                // the full (capped) compiler output of failed steps
+  std::string warnings;           // the first lines the compilers printed on steps that succeeded
   double seconds = 0;
 };
 
