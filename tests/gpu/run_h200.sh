@@ -75,8 +75,9 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
   done
   local start end record expected verdict reason
   start=$(date +%s.%N)
+  # Through a pipe, so each record is flushed as it is made (a run cut short keeps them).
   "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" "${dirs[@]}" \
-    >"$out/$label.jsonl" 2>>"$log"
+    2>>"$log" | cat >"$out/$label.jsonl"
   end=$(date +%s.%N)
   while read -r record; do
     name=$(jq -r .id <<<"$record")
