@@ -6,8 +6,10 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
