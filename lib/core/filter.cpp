@@ -177,7 +177,14 @@ Result<HarnessRun> TaskFilter::State::run_harness(const std::string& mode,
     spec.limits.address_space_bytes = settings.memory_limit_bytes;
   }
   spec.run_as = settings.run_as;
-  auto ran = settings.sandbox ? settings.sandbox(spec, {task_dir}, {out_dir}) : run_process(spec);
+  Result<ProcessResult> ran = Status::error("not run");
+  if (settings.sandbox) {
+    auto command = settings.sandbox(spec, {task_dir}, {out_dir});
+    if (!command) return command.status();
+    ran = run_process(command.value().spec);
+  } else {
+    ran = run_process(spec);
+  }
   if (!ran) return ran.status();
   HarnessRun run{std::move(ran).value(), std::nullopt, {}};
   std::string text;

@@ -293,7 +293,7 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
   request.gpu = settings.device == "cuda";
   auto choice = choose_sandbox(request, session.log);
   if (!choice) return choice.status();
-  settings.sandbox = std::move(choice.value().run);
+  settings.sandbox = std::move(choice.value().wrap);
   settings.sandbox_summary = choice.value().summary;
   auto filter = TaskFilter::create(settings);
   if (!filter) return filter.status();

@@ -1,7 +1,6 @@
 // run_process, the parent's side: fork, then one poll() loop in the caller's thread that feeds
 // stdin, drains capped stdout/stderr, wakes on a pidfd and enforces the deadline (the child's side
-// is process_child.cpp). Key design choice: the child is owned from fork on by an RAII guard that
-// kills its whole group and reaps, so no return path or exception leaves a runaway or a zombie.
+// is process_child.cpp, the guard that owns the child is child_process.h).
 #include "cudaagent/process.h"
 
 #include <fcntl.h>
@@ -30,58 +29,28 @@
 #include <vector>
 
 #include "cudaagent/session.h"
+#include "child_process.h"
 #include "process_child.h"
 #include "unique_fd.h"
 
 namespace cudaagent {
 namespace {
 
+using process_detail::after;
 using process_detail::ChildError;
 using process_detail::ChildPlan;
-
-using SteadyClock = std::chrono::steady_clock;
-using TimePoint = SteadyClock::time_point;
+using process_detail::ChildProcess;
+using process_detail::errno_text;
+using process_detail::make_pipe;
+using process_detail::seconds_between;
+using process_detail::set_nonblocking;
+using process_detail::SteadyClock;
+using process_detail::TimePoint;
 
 // After the child exits and its group is killed, pipes normally reach EOF at once; only a
 // descendant that left the group (setsid) can hold them open, and it must not hold us long.
 constexpr double kDrainAfterExitSeconds = 0.5;
-// How long we keep reaping killed group members that were reparented to us.
-constexpr double kReapGroupSeconds = 1.0;
 constexpr std::size_t kChunk = 64 * 1024;
-
-std::string errno_text(int err) { return std::system_category().message(err); }
-
-// Clamped, so that a NaN, negative or absurd duration from a spec cannot overflow the clock.
-TimePoint after(TimePoint from, double seconds) {
-  seconds = seconds > 0 ? std::min(seconds, 1e8) : 0.0;
-  return from + std::chrono::duration_cast<SteadyClock::duration>(
-                    std::chrono::duration<double>(seconds));
-}
-
-double seconds_between(TimePoint from, TimePoint to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-// A close-on-exec pipe whose ends are both >= 3: if the caller closed its own stdio, pipe2 hands
-// out 0-2, and the child's dup2 onto 0-2 would then clobber an end it still needs.
-Status make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::error("cannot create a pipe: " + errno_text(errno));
-  read_end.reset(fds[0]);
-  write_end.reset(fds[1]);
-  for (UniqueFd* end : {&read_end, &write_end}) {
-    if (end->get() > 2) continue;
-    const int moved = ::fcntl(end->get(), F_DUPFD_CLOEXEC, 3);
-    if (moved < 0) return Status::error("cannot move a pipe descriptor: " + errno_text(errno));
-    end->reset(moved);
-  }
-  return Status::ok();
-}
-
-void set_nonblocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-}
 
 // Blocks SIGPIPE in the calling thread for its lifetime. A write to a pipe whose reader is gone
 // raises SIGPIPE at the writing thread; blocked, it stays pending and write returns EPIPE, and
@@ -114,85 +83,6 @@ class SigpipeBlock {
   sigset_t pipe_{};
   sigset_t saved_{};
   bool was_pending_ = false;
-};
-
-// Owns a forked child (the leader of process group `pid`) until it is reaped. The destructor kills
-// the whole group and reaps, so an early return or a bad_alloc never leaves a runaway or a zombie.
-class ChildProcess {
- public:
-  explicit ChildProcess(pid_t pid) : pid_(pid) {
-    // The child calls setpgid itself too; doing it here as well means a signal we send to the
-    // group before the child got that far still finds it (the shell idiom).
-    ::setpgid(pid_, pid_);
-    // Raw syscall: glibc 2.36's <sys/pidfd.h> lacks extern "C", so its wrapper cannot be linked
-    // from C++.
-    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
-  }
-  ~ChildProcess() {
-    if (!reaped_) {
-      signal_all(SIGKILL);
-      int status = 0;
-      reap(&status, nullptr);
-    }
-    reap_group();
-  }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  // -1 when pidfds are unavailable; the caller then polls has_exited() on a short timer.
-  int pidfd() const { return pidfd_.get(); }
-
-  // Signals the group and the leader itself (which may have left the group). While the leader is
-  // unreaped its pid, and so the group id, cannot be reused by an unrelated process.
-  void signal_all(int sig) const {
-    if (pid_ <= 1) return;  // never kill(-1) or kill(0)
-    ::kill(-pid_, sig);
-    if (!reaped_) ::kill(pid_, sig);
-  }
-
-  // True once the leader has exited (it stays a zombie until reap()). Also true if the status is
-  // gone (SIGCHLD ignored, or another waiter took it), which reap() then reports.
-  bool has_exited() const {
-    siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-      return errno != EINTR;
-    }
-    return info.si_pid == pid_;
-  }
-
-  // Blocking wait4 for the leader. False when its status was collected elsewhere.
-  bool reap(int* status, rusage* usage) {
-    reaped_ = true;
-    while (::wait4(pid_, status, 0, usage) < 0) {
-      if (errno != EINTR) return false;
-    }
-    return true;
-  }
-
- private:
-  // Killed members of the group whose parent died were reparented to us if we are a subreaper;
-  // reap them until the group is empty, so none is left a zombie. Without a subreaper they belong
-  // to PID 1 and there is nothing for us to do.
-  void reap_group() {
-    int subreaper = 0;
-    if (pid_ <= 1 || ::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return;
-    const TimePoint give_up = after(SteadyClock::now(), kReapGroupSeconds);
-    while (true) {
-      siginfo_t info{};
-      while (::waitid(P_PGID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG) == 0 &&
-             info.si_pid != 0) {
-        info = {};
-      }
-      // Zombies count as members, so the group is empty exactly when all were reaped.
-      if (::kill(-pid_, 0) != 0 || SteadyClock::now() >= give_up) return;
-      const timespec pause{0, 2'000'000};
-      ::nanosleep(&pause, nullptr);
-    }
-  }
-
-  pid_t pid_;
-  UniqueFd pidfd_;
-  bool reaped_ = false;
 };
 
 struct OutputStream {

@@ -1,5 +1,5 @@
 // The sandbox decision shared by the stages that run untrusted code. The probe runs once per
-// tool run; the runner it returns builds a fresh SandboxCommand per process (a command holds a
+// tool run; the wrapper it returns builds a fresh SandboxCommand per process (a command holds a
 // seccomp memfd that can be read once).
 #include "cudaagent/sandbox_runner.h"
 
@@ -99,18 +99,16 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
     base.devices = gpu_device_nodes();
     base.bind_sys = true;
   }
-  SandboxRunner run = [base, probe](const ProcessSpec& inner,
-                                    const std::vector<std::string>& readable,
-                                    const std::vector<std::string>& writable)
-      -> Result<ProcessResult> {
+  SandboxWrapper wrap = [base, probe](const ProcessSpec& inner,
+                                      const std::vector<std::string>& readable,
+                                      const std::vector<std::string>& writable)
+      -> Result<SandboxCommand> {
     SandboxPolicy policy = base;
     policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
     policy.writable = writable;
-    auto command = sandbox_command(inner, policy, probe);
-    if (!command) return command.status();
-    return run_process(command.value().spec);
+    return sandbox_command(inner, policy, probe);
   };
-  return SandboxChoice{std::move(run), probe.summary()};
+  return SandboxChoice{std::move(wrap), probe.summary()};
 }
 
 }  // namespace cudaagent

@@ -11,10 +11,13 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <cstring>
 #include <random>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
+#include "cudaagent/record.h"
+#include "cudaagent/sha256.h"
 #include "cudaagent/source_policy.h"
 #include "cudaagent/tensor_file.h"
 #include "cudaagent/version.h"
@@ -52,25 +55,36 @@ struct Evidence {
   std::vector<std::string> sandbox_layers;
 };
 
-// A private job directory, removed with its contents unless asked to keep it.
-class JobDir {
+// Removes a directory tree on destruction unless asked to keep it.
+class RemovedTree {
  public:
-  JobDir(const std::string& root, bool keep) : keep_(keep) {
-    std::string pattern = root + "/cudaagent-verify-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~JobDir() {
+  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
+  ~RemovedTree() {
     std::error_code ignored;
     if (!path_.empty() && !keep_) fs::remove_all(path_, ignored);
   }
-  JobDir(const JobDir&) = delete;
-  JobDir& operator=(const JobDir&) = delete;
-  const std::string& path() const { return path_; }
+  RemovedTree(const RemovedTree&) = delete;
+  RemovedTree& operator=(const RemovedTree&) = delete;
 
  private:
   std::string path_;
   bool keep_;
 };
+
+// The environment of every harness process. USER/LOGNAME: the sandbox has no /etc/passwd, and
+// torch asks getpass.getuser() for its cache paths, which reads these before the password database.
+std::vector<std::string> harness_env(const std::string& home) {
+  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
+                                  "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1", "USER=cudaagent",
+                                  "LOGNAME=cudaagent"};
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
+  }
+  return env;
+}
+
+// Bump when the judgement rules change, so stored verdicts of older rules are not reused.
+constexpr int kVerifyRules = 1;
 
 std::uint64_t private_seed() {
   std::random_device device;  // /dev/urandom: nothing the candidate can predict or observe
@@ -79,8 +93,66 @@ std::uint64_t private_seed() {
 
 }  // namespace
 
+// Directory layout under one private root (0700), so that each worker's sandbox binds fixed
+// paths: reference/in (read-only to it: the pristine model.py of each job), reference/out (its
+// outputs: ref/ for the candidate, expect/ for the comparator alone), candidate/in (read-only to
+// the candidate: the built workspace and the ref/ moved over from reference/out) and
+// candidate/out (the only place a candidate job may write, and only its own subdirectory). The
+// comparator's expect/ never enters candidate/, so no candidate sandbox can see it.
+struct VerifyWorkers {
+  std::string root, reference_in, reference_out, candidate_in, candidate_out;
+  std::unique_ptr<RemovedTree> remove_root;
+  std::unique_ptr<HarnessWorker> reference, candidate;
+  std::uint64_t jobs = 0;
+  ~VerifyWorkers() {
+    // Workers first: their sandboxes hold binds below the root.
+    reference.reset();
+    candidate.reset();
+  }
+};
+
+Verifier::Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<VerifyWorkers> workers)
+    : settings_(std::move(settings)), torch_(std::move(torch)), workers_(std::move(workers)) {
+  std::string harness;
+  const std::string dir = share_dir() + "/harness/";
+  for (const char* name : {"reference.py", "candidate.py", "tensor_file.py", "worker.py"}) {
+    std::string bytes;
+    (void)read_whole_file(dir + name, bytes);
+    harness += sha256_hex(bytes);
+  }
+  std::string policy;
+  (void)read_whole_file(settings_.policy_path, policy);
+  harness_hash_ = sha256_hex(harness + sha256_hex(policy));
+}
+
+std::string Verifier::job_key(const std::string& model_py, const std::string& snapshot_hash) const {
+  std::string material;
+  JsonWriter key(material);
+  key.begin_object().field("stage", "verify").field("rules", kVerifyRules);
+  key.field("cudaagent", build_version()).field("harness", harness_hash_);
+  key.field("task", sha256_hex(model_py)).field("candidate", snapshot_hash);
+  key.field("device", settings_.device).field("gpu", torch_.gpu_name);
+  key.field("torch", torch_.torch_version).field("arch", settings_.build.cuda_arch);
+  key.field("atol", settings_.compare.atol).field("rtol", settings_.compare.rtol);
+  key.field("checks", settings_.checks).end_object();
+  return sha256_hex(material);
+}
+Verifier::Verifier(Verifier&&) noexcept = default;
+Verifier& Verifier::operator=(Verifier&&) noexcept = default;
+Verifier::~Verifier() = default;
+
+Result<double> Verifier::warm_up() {
+  auto reference = workers_->reference->warm_up();
+  if (!reference) return reference.status();
+  auto candidate = workers_->candidate->warm_up();
+  if (!candidate) return candidate.status();
+  return reference.value() + candidate.value();
+}
+
 Result<Verifier> Verifier::create(VerifySettings settings) {
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
+  // Sandbox binds need absolute paths; a relative CUDAAGENT_CACHE_DIR means "from here".
+  if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   settings.build.cuda = settings.device == "cuda";
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
@@ -92,10 +164,46 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
     return Status::error("--device cuda, but torch " + torch.value().torch_version + " in '" +
                          torch.value().python + "' sees no GPU (use --device cpu for CPU tasks)");
   }
-  return Verifier(std::move(settings), std::move(torch).value());
+  auto workers = std::make_unique<VerifyWorkers>();
+  std::string pattern = settings.scratch_dir + "/cudaagent-verify-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return Status::error("cannot create a directory in " + cudaagent::quoted(settings.scratch_dir) + ": " +
+                         std::strerror(errno));
+  }
+  workers->root = pattern;
+  workers->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
+  workers->reference_in = pattern + "/reference/in";
+  workers->reference_out = pattern + "/reference/out";
+  workers->candidate_in = pattern + "/candidate/in";
+  workers->candidate_out = pattern + "/candidate/out";
+  for (const auto& dir : {workers->reference_in, workers->reference_out, workers->candidate_in,
+                          workers->candidate_out}) {
+    if (!make_directories(dir)) return Status::error("cannot create " + cudaagent::quoted(dir));
+  }
+  const std::string harness = share_dir() + "/harness";
+  const auto worker = [&](const std::string& name, std::vector<std::string> readable,
+                          std::vector<std::string> writable) {
+    HarnessWorkerOptions options;
+    options.process.argv = {torch.value().python, "-I", "-B", harness + "/worker.py",
+                            "--preload=torch"};
+    options.process.env = harness_env(writable.front());
+    options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
+    options.process.limits.open_files = 4096;
+    options.log_path = workers->root + "/" + name + "-worker.log";
+    if (settings.sandbox) {
+      options.wrap = [sandbox = settings.sandbox, readable, writable](const ProcessSpec& spec) {
+        return sandbox(spec, readable, writable);
+      };
+    }
+    return std::make_unique<HarnessWorker>(std::move(options));
+  };
+  workers->reference = worker("reference", {harness, workers->reference_in}, {workers->reference_out});
+  workers->candidate = worker("candidate", {harness, settings.policy_path, workers->candidate_in},
+                              {workers->candidate_out});
+  return Verifier(std::move(settings), std::move(torch).value(), std::move(workers));
 }
 
-Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
+Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   const auto started = SteadyClock::now();
   Evidence evidence;
   const std::string share = share_dir();
@@ -107,6 +215,8 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
   const ProtectedFiles protected_files =
       standard_protected_files(request.model_py, binding_cpp, registry_h);
 
+  std::string key;  // the store's job key, once the snapshot is known
+
   // Decide; every path below ends here.
   const auto finish = [&](Verdict verdict, std::string reason) {
     evidence.verdict = verdict;
@@ -115,6 +225,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     JsonWriter out(json);
     out.begin_object().field("verdict", verdict_name(verdict)).field("reason", evidence.reason);
     out.field("device", settings_.device).field("snapshot", evidence.snapshot_hash);
+    if (!key.empty()) out.field("job_key", key);
     out.key("checks").raw(evidence.checks_json);
     out.key("policy").begin_object().key("findings").begin_array();
     for (const auto& finding : evidence.findings) {
@@ -153,6 +264,14 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     out.field("python", torch_.python_version);
     if (!torch_.gpu_name.empty()) out.field("gpu", torch_.gpu_name);
     out.end_object().end_object();
+    if (store_ != nullptr && !key.empty() && verdict != Verdict::kInfraError) {
+      // Durable before it is released downstream (DESIGN.md §3). A store that cannot take it is
+      // reported, not fatal: the verdict itself stands.
+      const StoredResult row{key, "verify", request.id, json};
+      if (auto put = store_->put_batch(std::span<const StoredResult>(&row, 1)); !put) {
+        evidence.reason += " (not stored: " + put.status().message() + ")";
+      }
+    }
     return VerifyOutcome{verdict, evidence.reason, json};
   };
 
@@ -163,6 +282,26 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
                       : snapshot_workspace(request.workspace_dir, SnapshotLimits{}, protected_files);
   if (!snapshot) return snapshot.status();
   evidence.snapshot_hash = snapshot.value().content_hash;
+  key = job_key(request.model_py, evidence.snapshot_hash);
+  if (store_ != nullptr) {
+    auto stored = store_->find(key);
+    if (!stored) return stored.status();
+    if (stored.value()) {
+      std::string json;
+      simdjson::dom::parser parser;
+      simdjson::dom::element value;
+      std::string_view verdict_text;
+      std::optional<Verdict> verdict;
+      if (parser.parse(*stored.value()).get(value) || value["verdict"].get(verdict_text) ||
+          !(verdict = parse_verdict(verdict_text)) ||
+          !append_with_member(json, *stored.value(), "store", "{\"hit\":true}", false)) {
+        return Status::error("the store holds a malformed verify result under " + key);
+      }
+      std::string_view reason;
+      if (value["reason"].get(reason)) reason = {};
+      return VerifyOutcome{*verdict, std::string(reason), json};
+    }
+  }
   evidence.findings = snapshot.value().findings;
   for (const auto& found : scan_torch_calls(snapshot.value().files, default_allowed_torch_calls())) {
     evidence.findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
@@ -178,28 +317,44 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     return finish(Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail);
   }
 
-  // 2. A private job directory: work/ (snapshot + module), task/ (pristine model.py), ref/, cand/.
-  JobDir job(settings_.scratch_dir, settings_.keep_job_dirs);
-  if (job.path().empty()) return finish(Verdict::kInfraError, "cannot create a job directory in '" +
-                                                                 settings_.scratch_dir + "'");
-  const std::string work = job.path() + "/work", task = job.path() + "/task",
-                    ref = job.path() + "/ref", cand = job.path() + "/cand";
+  // 2. The job's directories (see VerifyWorkers): task/ and the reference's ref/ and expect/
+  // under reference/, the built workspace work/ and the candidate's out/ under candidate/.
+  VerifyWorkers& workers = *workers_;
+  const std::string job_name = "job-" + std::to_string(++workers.jobs);
+  const std::string task = workers.reference_in + "/" + job_name,
+                    reference_dir = workers.reference_out + "/" + job_name,
+                    ref_made = reference_dir + "/ref", expect = reference_dir + "/expect",
+                    candidate_in = workers.candidate_in + "/" + job_name,
+                    work = candidate_in + "/work", ref = candidate_in + "/ref",
+                    cand = workers.candidate_out + "/" + job_name;
+  const bool keep = settings_.keep_job_dirs;
+  RemovedTree remove_task(task, keep), remove_reference(reference_dir, keep),
+      remove_candidate_in(candidate_in, keep), remove_cand(cand, keep);
+  if (!make_directories(task) || !make_directories(ref_made) || !make_directories(expect) ||
+      !make_directories(candidate_in) || !make_directories(cand) ||
+      !write_file_atomically(task + "/model.py", request.model_py)) {
+    return finish(Verdict::kInfraError, "cannot prepare the job's directories in " + cudaagent::quoted(workers.root));
+  }
   if (auto status = materialize(snapshot.value(), protected_files, work); !status) {
     return finish(Verdict::kInfraError, status.message());
   }
-  if (!make_directories(task) || !make_directories(ref) || !make_directories(cand) ||
-      !write_file_atomically(task + "/model.py", request.model_py)) {
-    return finish(Verdict::kInfraError, "cannot prepare the job directory '" + job.path() + "'");
-  }
 
-  // 3. Build.
+  // 3. Build, while both workers start (a no-op when they are already running).
+  if (auto launched = workers.reference->launch(); !launched) {
+    return finish(Verdict::kInfraError, "reference worker: " + launched.message());
+  }
+  if (auto launched = workers.candidate->launch(); !launched) {
+    return finish(Verdict::kInfraError, "candidate worker: " + launched.message());
+  }
   phase = SteadyClock::now();
   BuildOptions build_options = settings_.build;
   if (settings_.sandbox) {
     const auto sandbox = settings_.sandbox;
     const std::string cache = build_options.cache_dir;
-    build_options.runner = [sandbox, work, cache](const ProcessSpec& spec) {
-      return sandbox(spec, {}, {work, cache});
+    build_options.runner = [sandbox, work, cache](const ProcessSpec& spec) -> Result<ProcessResult> {
+      auto command = sandbox(spec, {}, {work, cache});
+      if (!command) return command.status();
+      return run_process(command.value().spec);
     };
   }
   auto built = build_extension(work, work, torch_, build_options);
@@ -214,36 +369,23 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
                                       : last_line(diagnostics.substr(0, diagnostics.find('\n'))));
   }
 
-  // 4. The reference, in its own process, with a private seed on stdin.
+  // 4. The reference, in a fresh child of the reference worker, with a private seed on stdin.
   const std::string harness = share + "/harness";
-  const auto python_spec = [&](std::vector<std::string> args, double timeout) {
-    ProcessSpec spec;
-    spec.argv = {torch_.python, "-I", "-B"};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    // USER/LOGNAME: the sandbox has no /etc/passwd, and torch asks getpass.getuser() for its
-    // cache paths, which reads these before the password database.
-    spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + job.path(), "LC_ALL=C.UTF-8",
-                "OMP_NUM_THREADS=1", "USER=cudaagent", "LOGNAME=cudaagent"};
-    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-      spec.env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
-    }
-    spec.timeout_seconds = timeout;
-    spec.kill_grace_seconds = 2;
-    spec.limits.file_size_bytes = std::uint64_t{8} << 30;
-    spec.limits.open_files = 4096;
-    return spec;
-  };
-  const auto launch = [&](ProcessSpec spec, const std::vector<std::string>& readable,
-                          const std::vector<std::string>& writable) -> Result<ProcessResult> {
-    return settings_.sandbox ? settings_.sandbox(spec, readable, writable) : run_process(spec);
-  };
+  if (auto warm = workers.reference->warm_up(); !warm) {
+    return finish(Verdict::kInfraError, "reference worker: " + warm.status().message());
+  } else if (warm.value() > 0) {
+    evidence.timings.emplace_back("reference_worker_wait", warm.value());
+  }
   phase = SteadyClock::now();
   const std::string checks = std::to_string(settings_.checks);
-  ProcessSpec reference = python_spec({harness + "/reference.py", "--task", task + "/model.py",
-                                       "--out", ref, "--checks", checks, "--device", settings_.device},
-                                      settings_.reference_timeout_seconds);
+  HarnessJob reference;
+  reference.script = harness + "/reference.py";
+  reference.args = {"--task", task + "/model.py", "--out", ref_made, "--private", expect,
+                    "--checks", checks, "--device", settings_.device};
   reference.stdin_data = std::to_string(private_seed()) + "\n";
-  auto reference_run = launch(reference, {task, harness}, {ref});
+  reference.timeout_seconds = settings_.reference_timeout_seconds;
+  reference.limits.file_size_bytes = std::uint64_t{8} << 30;
+  auto reference_run = workers.reference->run(reference);
   evidence.timings.emplace_back("reference", since(phase));
   if (!reference_run) return finish(Verdict::kInfraError, "reference: " + reference_run.status().message());
   if (reference_run.value().outcome != ProcessResult::Outcome::kExited ||
@@ -251,19 +393,31 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     return finish(Verdict::kInfraError, "the reference failed (" + reference_run.value().describe() +
                                             "): " + last_line(reference_run.value().err));
   }
+  // What the candidate may read moves over to its side; expect/ stays behind.
+  std::error_code moved;
+  fs::remove(ref, moved);
+  fs::rename(ref_made, ref, moved);
+  if (moved) return finish(Verdict::kInfraError, "cannot hand the reference's data over: " + moved.message());
 
-  // 5. The candidate, sandboxed, on the reference's inputs.
+  // 5. The candidate, in a fresh child of the sandboxed candidate worker.
+  if (auto warm = workers.candidate->warm_up(); !warm) {
+    return finish(Verdict::kInfraError, "candidate worker: " + warm.status().message());
+  } else if (warm.value() > 0) {
+    evidence.timings.emplace_back("candidate_worker_wait", warm.value());
+  }
   phase = SteadyClock::now();
-  ProcessSpec candidate = python_spec({harness + "/candidate.py", "--work", work, "--ref", ref,
-                                       "--out", cand, "--checks", checks, "--device",
-                                       settings_.device, "--policy", settings_.policy_path},
-                                      settings_.candidate_timeout_seconds);
+  HarnessJob candidate;
+  candidate.script = harness + "/candidate.py";
+  candidate.args = {"--work", work, "--ref", ref, "--out", cand, "--checks", checks,
+                    "--device", settings_.device, "--policy", settings_.policy_path};
+  candidate.timeout_seconds = settings_.candidate_timeout_seconds;
+  candidate.limits.file_size_bytes = std::uint64_t{8} << 30;
   if (settings_.device == "cpu") {
     // Only without CUDA: the driver reserves virtual memory of about twice the GPU's, so an
     // address-space limit would break cuInit (research/reliability.md §3.1).
     candidate.limits.address_space_bytes = std::uint64_t{16} << 30;
   }
-  auto candidate_run = launch(candidate, {work, ref, harness, settings_.policy_path}, {cand});
+  auto candidate_run = workers.candidate->run(candidate);
   evidence.timings.emplace_back("candidate", since(phase));
   if (!candidate_run) return finish(Verdict::kInfraError, "candidate: " + candidate_run.status().message());
   const ProcessResult& run = candidate_run.value();
@@ -273,8 +427,10 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
   std::string report_text;
   simdjson::dom::parser parser;
   simdjson::dom::object report;
-  const bool has_report = read_whole_file(cand + "/report.json", report_text) &&
-                          report_text.size() < (1u << 20) && !parser.parse(report_text).get(report);
+  // As hostile input: never through a symlink (it could point at the comparator's own files),
+  // never a FIFO or device (opening one would block us), size-capped.
+  const bool has_report = read_untrusted_file(cand + "/report.json", 1u << 20, report_text) &&
+                          !parser.parse(report_text).get(report);
   if (has_report) {
     simdjson::dom::array layers;
     if (!report["sandbox_layers"].get_array().get(layers)) {
@@ -309,7 +465,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     evidence.forbidden_ops_json = simdjson::minify(forbidden);
     std::string names;
     for (auto field : forbidden) names += (names.empty() ? "" : ", ") + std::string(field.key);
-    return finish(Verdict::kRejectPolicy, "forward ran torch compute operators: " + names.substr(0, 300));
+    return finish(Verdict::kRejectPolicy, "the candidate ran torch compute operators (setup: = while imported or built): " + names.substr(0, 300));
   }
 
   // 6. The trusted comparison, check by check.
@@ -321,7 +477,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
   for (int check = 0; check < settings_.checks; ++check) {
     const std::string k = std::to_string(check);
     list.begin_object().field("index", check);
-    auto expected = read_tensor_file(ref + "/expected_" + k + ".bin");
+    auto expected = read_tensor_file(expect + "/expected_" + k + ".bin");
     auto actual = read_tensor_file(cand + "/out_" + k + ".bin");
     if (!expected) {
       list.field("error", "reference output: " + expected.status().message()).end_object();
@@ -343,7 +499,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) const {
     list.field("max_rel_error", compared.max_rel_error).field("worst", compared.worst_path);
     list.field("mismatched", static_cast<std::int64_t>(compared.mismatched_elements));
     if (!compared.match) list.field("reason", compared.reason);
-    auto inputs_before = read_tensor_file(ref + "/inputs_" + k + ".bin");
+    auto inputs_before = read_tensor_file(expect + "/inputs_" + k + ".bin");
     auto inputs_after = read_tensor_file(cand + "/inputs_after_" + k + ".bin");
     const bool inputs_kept = inputs_before && inputs_after &&
                              tensors_bytes_equal(inputs_before.value(), inputs_after.value());

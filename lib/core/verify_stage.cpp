@@ -5,15 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/record.h"
 #include "cudaagent/record_sink.h"
 #include "cudaagent/record_stage.h"
+#include "cudaagent/result_store.h"
 #include "cudaagent/sandbox_runner.h"
+#include "cudaagent/workspace.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
@@ -35,7 +39,7 @@ Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& s
   request.gpu = options.settings.device == "cuda";
   auto choice = choose_sandbox(request, session.log);
   if (!choice) return choice.status();
-  options.settings.sandbox = std::move(choice.value().run);
+  options.settings.sandbox = std::move(choice.value().wrap);
   options.settings.sandbox_summary = choice.value().summary;
   return Status::ok();
 }
@@ -53,7 +57,7 @@ std::string verified_record(const std::string& id, const std::string& workspace,
 // JSONL mode: {"id", "task": {"model_py"}, "candidate": {"files": {...}} | {"workspace": path}}.
 class VerifyStage final : public RecordStage {
  public:
-  VerifyStage(const Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
+  VerifyStage(Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
   std::string_view key() const override { return "verify"; }
 
   RecordEdit process(const InputRecord& record) override {
@@ -90,11 +94,11 @@ class VerifyStage final : public RecordStage {
   }
 
  private:
-  const Verifier& verifier_;
+  Verifier& verifier_;
   Session& session_;
 };
 
-Result<StageEnd> run_workspaces(VerifyOptions& options, const Verifier& verifier, Session& session) {
+Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Session& session) {
   auto sink = RecordSink::open(options.common.output);
   if (!sink) return sink.status();
   std::string task_bytes;
@@ -135,6 +139,58 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, const Verifier& verifier
   return StageEnd::kCompleted;
 }
 
+// --check: each workspace's kernels/*.cu through NVRTC, one record per workspace with a "check"
+// key; nothing is built, nothing runs. Exit 0 whatever the diagnostics (they are data).
+Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
+  if (!options.cuda_check) {
+    return Status::error("--check needs NVRTC, and this build has no CUDA Toolkit");
+  }
+  auto sink = RecordSink::open(options.common.output);
+  if (!sink) return sink.status();
+  NvrtcCheckOptions check_options;
+  if (!options.settings.build.cuda_arch.empty()) check_options.arch = options.settings.build.cuda_arch;
+  check_options.jobs = std::max(options.common.jobs, 1);
+  for (const std::string& dir : options.common.inputs) {
+    if (session.stop_signal.load() != 0) break;
+    const std::string workspace = fs::absolute(dir).lexically_normal().string();
+    const std::string id = fs::path(workspace).filename().string();
+    std::string line;
+    // The same snapshot rules as a verification: only the candidate's own files are read.
+    auto snapshot = snapshot_workspace(workspace, SnapshotLimits{}, ProtectedFiles{});
+    const auto started = std::chrono::steady_clock::now();
+    auto checks = snapshot ? options.cuda_check(snapshot.value().files, check_options)
+                           : Result<std::vector<CudaFileCheck>>(snapshot.status());
+    if (!checks) {
+      append_error_record(line, {"verify", dir, 0}, checks.status().message(), "", id);
+    } else {
+      bool ok = true;
+      JsonWriter json(line);
+      json.begin_object().field("id", id).field("workspace", workspace).key("check").begin_object();
+      json.key("files").begin_array();
+      for (const auto& file : checks.value()) {
+        ok = ok && file.ok;
+        json.begin_object().field("file", file.file).field("ok", file.ok);
+        json.field("checkable", file.checkable).field("seconds", file.seconds);
+        json.field("diagnostics", file.diagnostics).end_object();
+        session.log.info(cudaagent::quoted(file.file) + ": " +
+                         (file.ok ? "ok" : file.checkable ? "errors" : "not checkable"));
+      }
+      json.end_array().field("ok", ok).field("tool", "nvrtc");
+      json.field("seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      json.end_object().end_object();
+      line.push_back('\n');
+    }
+    if (auto status = sink.value().write(line); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+    if (auto status = sink.value().flush(); !status) {
+      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+  }
+  if (auto status = sink.value().commit(); !status) return status;
+  return StageEnd::kCompleted;
+}
+
 }  // namespace
 
 void add_verify_flags(CLI::App& app, VerifyOptions& options) {
@@ -161,6 +217,8 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+  app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
+               "for diagnostics (a fraction of a second; nothing is built or run)");
 }
 
 Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
@@ -169,6 +227,12 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   if (directories != 0 && directories != options.common.inputs.size()) {
     return Status::error("give either workspace directories or JSONL files, not both");
   }
+  if (options.check) {
+    if (directories != options.common.inputs.size() || directories == 0) {
+      return Status::error("--check takes workspace directories");
+    }
+    return run_check(options, session);
+  }
   options.settings.build.jobs = options.common.jobs;
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
@@ -176,6 +240,13 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
+  std::optional<ResultStore> store;
+  if (!options.common.db.empty()) {
+    auto opened = ResultStore::open(options.common.db);
+    if (!opened) return opened.status();
+    store.emplace(std::move(opened).value());
+    verifier.value().use_store(&*store);
+  }
   session.log.info("torch " + verifier.value().torch().torch_version + " (" +
                    verifier.value().torch().python + "), sandbox: " + options.settings.sandbox_summary);
   if (directories != 0) return run_workspaces(options, verifier.value(), session);

@@ -4,6 +4,7 @@
 #include "cudaagent/version.h"
 
 #include <CLI/Version.hpp>
+#include <curl/curl.h>
 #include <dlfcn.h>
 #include <openssl/crypto.h>
 #include <simdjson.h>
@@ -62,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> dependency_versions() {
   out.emplace_back("CLI11", CLI11_VERSION);
   out.emplace_back("SQLite", sqlite3_libversion());
   out.emplace_back("OpenSSL", OpenSSL_version(OPENSSL_VERSION));
+  out.emplace_back("libcurl", curl_version_info(CURLVERSION_NOW)->version);
 #ifdef CUDAAGENT_CUDA_TOOLKIT_VERSION
   out.emplace_back("CUDA toolkit (build)", CUDAAGENT_CUDA_TOOLKIT_VERSION);
   const std::string dir = CUDAAGENT_CUDA_LIBRARY_DIR "/";

@@ -7,6 +7,11 @@ Before any candidate code is imported it loads every input, restricts itself (no
 not dumpable, Landlock: writes only below --out), and it runs forward under an operator audit that
 records every ATen operator not in the policy's allowed list (a torch compute op = REJECT_POLICY).
 Writes out_K.bin, inputs_after_K.bin and report.json into --out. Exit 3: the candidate raised.
+
+The audit is in-process: it catches torch compute anywhere in the candidate's code (import,
+construction, forward), but not compute done without torch (numpy, pure Python) on inputs the
+candidate found in memory or in --ref. On the GPU, cudaagent-profile's kernel provenance (share
+of GPU time in the candidate's own kernels) is the check that does not depend on this process.
 """
 
 import argparse
@@ -69,17 +74,27 @@ def restrict_self(writable_dir):
     return held
 
 
-def make_audit_mode(torch, allowed):
+def make_audit_mode(torch, allowed, setup_allowed):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OperatorAudit(TorchDispatchMode):
+        """Counts operators outside the policy. Active from before the candidate's code is imported
+        until its last forward: compute done at import or in __init__ (answers precomputed from
+        inputs it found) counts as much as compute in forward. The setup phase also allows the
+        random and fill operators that initialise parameters."""
+
         def __init__(self):
             super().__init__()
             self.forbidden = {}
+            self.phase = "setup"
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            if name not in allowed:
+            if self.phase == "setup":
+                if name not in allowed and name not in setup_allowed:
+                    key = "setup:" + name
+                    self.forbidden[key] = self.forbidden.get(key, 0) + 1
+            elif name not in allowed:
                 self.forbidden[name] = self.forbidden.get(name, 0) + 1
             return func(*args, **(kwargs or {}))
 
@@ -134,7 +149,9 @@ def main():
     import torch
 
     with open(args.policy) as policy_file:
-        allowed = set(json.load(policy_file)["allowed_ops"])
+        policy = json.load(policy_file)
+    allowed = set(policy["allowed_ops"])
+    setup_allowed = set(policy.get("setup_allowed_ops", []))
     if args.device == "cuda":
         torch.cuda.init()  # open the GPU's device files before the write restrictions apply
     report = {"sandbox_layers": restrict_self(args.out), "forbidden_ops": {}, "aliasing": [],
@@ -148,13 +165,17 @@ def main():
     state = torch.load(os.path.join(args.ref, "state.pt"), map_location=args.device)
     init_inputs = torch.load(os.path.join(args.ref, "init.pt"))
     all_inputs = [torch.load(os.path.join(args.ref, f"inputs_{k}.pt")) for k in range(args.checks)]
-    audit = make_audit_mode(torch, allowed)()
+    audit = make_audit_mode(torch, allowed, setup_allowed)()
     save_report()
 
     sys.path.insert(0, args.work)
-    candidate = load_module("model_new", os.path.join(args.work, "model_new.py"))
-    model = candidate.ModelNew(*init_inputs).to(args.device)
-    model.load_state_dict(state)
+    with torch.no_grad(), audit:
+        candidate = load_module("model_new", os.path.join(args.work, "model_new.py"))
+        model = candidate.ModelNew(*init_inputs).to(args.device)
+        model.load_state_dict(state)
+    report["forbidden_ops"] = dict(audit.forbidden)
+    save_report()
+    audit.phase = "forward"
     for check, inputs in enumerate(all_inputs):
         inputs = [x.to(args.device) if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad(), audit:

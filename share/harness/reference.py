@@ -1,10 +1,11 @@
 """The trusted reference process: runs the pristine model.py, never any candidate code.
 
 It draws everything from a private seed read on stdin (never argv, so it is not visible in the
-process list), so the candidate cannot know the inputs in advance. It writes, into --out:
-state.pt (Model's state_dict), init.pt (get_init_inputs()), and for each check K inputs_K.pt (for
-the candidate), inputs_K.bin and expected_K.bin (the inputs and reference outputs in the tensor file
-format, for the trusted comparator). Exit status 0, or 3 with a message on
+process list), so the candidate cannot know the inputs in advance. It writes, into --out (the
+directory the candidate will read): state.pt (Model's state_dict), init.pt (get_init_inputs()) and
+for each check K inputs_K.pt; and into --private (a directory no candidate sandbox ever binds):
+inputs_K.bin and expected_K.bin, the inputs and reference outputs in the tensor file format, for
+the trusted comparator. Exit status 0, or 3 with a message on
 stderr when the task itself is broken (an INFRA_ERROR for the verifier, never the candidate's fault).
 """
 
@@ -34,7 +35,8 @@ def to_device(torch, value, device):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", required=True, help="pristine model.py")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", required=True, help="what the candidate may read")
+    parser.add_argument("--private", required=True, help="what only the comparator reads")
     parser.add_argument("--checks", type=int, default=5)
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
@@ -57,12 +59,12 @@ def main():
         torch.save(inputs, os.path.join(args.out, f"inputs_{check}.pt"))
         on_device = [to_device(torch, x, args.device) for x in inputs]
         # The inputs as the candidate will receive them, to prove later it did not modify them.
-        tensor_file.write(torch, os.path.join(args.out, f"inputs_{check}.bin"), on_device)
+        tensor_file.write(torch, os.path.join(args.private, f"inputs_{check}.bin"), on_device)
         with torch.no_grad():
             output = model(*on_device)
         if args.device == "cuda":
             torch.cuda.synchronize()
-        tensor_file.write(torch, os.path.join(args.out, f"expected_{check}.bin"), output)
+        tensor_file.write(torch, os.path.join(args.private, f"expected_{check}.bin"), output)
     return 0
 
 

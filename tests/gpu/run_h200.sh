@@ -38,28 +38,49 @@ verify() {  # name expected workspace [task] [extra args...]
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$log" 2>&1
 "$bin/cudaagent-verify" --version >>"$log" 2>&1
 
-# 1. Build times: cold, one-kernel edit, everything cached.
+# 1. The agent's inner loop through one long-lived verifier: cold first iteration (empty cache,
+#    workers starting), then five one-kernel edits with warm workers.
 work=$(mktemp -d)
-cp -r "$base" "$work/ws"
-verify "example, cold cache" PASS "$work/ws"
-jq -c '.verify.build.steps' <<<"$LAST_RECORD" >>"$log"
-echo "// edited $(date +%s%N)" >>"$work/ws/kernels/bias_relu.cu"
-verify "example, one .cu edited" PASS "$work/ws"
-jq -c '{build: .verify.build.steps, t: .verify.timings_s}' <<<"$LAST_RECORD" >>"$out/edit-timings.jsonl"
-verify "example, all cached" PASS "$work/ws"
-jq -c '{build: .verify.build.steps, t: .verify.timings_s}' <<<"$LAST_RECORD" >>"$out/edit-timings.jsonl"
+"$root/bench/verify_edit_loop.sh" "$bin" "$base" kernels/bias_relu.cu cuda 6 "$out/edit-loop.jsonl" \
+  >"$out/edit-loop.txt" 2>>"$log"
+i=0
+while IFS=$'\t' read -r seconds verdict timings; do
+  i=$((i + 1))
+  label="example, edit loop iteration $i"
+  [[ $i == 1 ]] && label="example, edit loop iteration 1 (cold)"
+  echo "| $label | PASS | $verdict | $seconds | $timings |" >>"$table"
+  [[ $verdict == PASS ]] || failures=$((failures + 1))
+done <"$out/edit-loop.txt"
+jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 
-# 2. Device-independent catalog cases on the CUDA base.
+# 2. Device-independent catalog cases on the CUDA base, all through one verifier (warm workers;
+#    a case that hangs costs its worker, the next case gets a fresh one).
+mkdir -p "$work/cases"
+dirs=()
 for case_dir in "$root"/tests/verify/cases/*/; do
   name=$(basename "$case_dir")
   if find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
-  rm -rf "$work/case" && cp -r "$base" "$work/case"
+  ws=$work/cases/$name
+  cp -r "$base" "$ws"
   (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh) |
-    while read -r file; do mkdir -p "$work/case/$(dirname "$file")"; cp "$case_dir/$file" "$work/case/$file"; done
-  [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$work/case/$file"; done <"$case_dir/remove"
-  [[ -f $case_dir/setup.sh ]] && (cd "$work/case" && bash "$case_dir/setup.sh")
-  verify "catalog $name" "$(cat "$case_dir/expected")" "$work/case" "$base/model.py" --timeout 20
+    while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
+  [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
+  [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
+  dirs+=("$ws")
 done
+start=$(date +%s.%N)
+"$bin/cudaagent-verify" --quiet --device cuda --task "$base/model.py" --timeout 20 "${dirs[@]}" \
+  >"$out/catalog.jsonl" 2>>"$log"
+end=$(date +%s.%N)
+while read -r record; do
+  name=$(jq -r .id <<<"$record")
+  expected=$(cat "$root/tests/verify/cases/$name/expected")
+  verdict=$(jq -r '.verify.verdict // .error.reason' <<<"$record")
+  reason=$(jq -r '.verify.reason // ""' <<<"$record" | tr '|' '/' | cut -c1-120)
+  echo "| catalog $name | $expected | $verdict | $(jq -r '.verify.timings_s.total' <<<"$record" | cut -c1-5) | $reason |" >>"$table"
+  [[ $verdict == "$expected" ]] || failures=$((failures + 1))
+done <"$out/catalog.jsonl"
+echo "| catalog, ${#dirs[@]} cases in one process | | | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | wall time |" >>"$table"
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

@@ -41,7 +41,7 @@ std::string pass_times(double eager, double compile, double candidate) {
 
 }  // namespace
 
-TEST_CASE("every non-PASS verdict scores -1 in the milestone form; INFRA_ERROR is not scored") {
+TEST_CASE("every non-PASS verdict scores -1 in the milestone form, INFRA_ERROR is not scored") {
   for (const char* verdict : {"FAIL_COMPILE", "FAIL_INCORRECT", "FAIL_RUNTIME", "FAIL_TIMEOUT",
                               "FAIL_RESOURCE", "REJECT_POLICY", "FLAG_HACK"}) {
     CAPTURE(verdict);
@@ -111,7 +111,7 @@ TEST_CASE("time intervals give a conservative speedup bound") {
   CHECK(score(record).value == 1);
 }
 
-TEST_CASE("a profile verdict overrides PASS; it cannot raise a failure") {
+TEST_CASE("a profile verdict overrides PASS, it cannot raise a failure") {
   CHECK(score(R"({"verify":{"verdict":"PASS"},"profile":{"verdict":"FLAG_HACK",
       "speedup":{"eager":{"median":50},"compile":{"median":40}}}})").value == -1);
   CHECK(score(R"({"verify":{"verdict":"FAIL_INCORRECT"},"profile":{"verdict":"PASS"}})").value == -1);

@@ -304,7 +304,7 @@ TEST_CASE("the command is PID 2 under bwrap's reaper, and setsid escapees die wi
   check_escapee_gone(out / "marker", token);
 }
 
-TEST_CASE("seccomp refuses ptrace, unshare, io_uring and namespace clones; clone3 is ENOSYS") {
+TEST_CASE("seccomp refuses ptrace, unshare, io_uring and namespace clones, clone3 is ENOSYS") {
   if (!sandbox_available()) return;
   // Raw system calls with numbers from this build's headers; the flags are chosen so that the
   // kernel itself would refuse each call harmlessly (EINVAL, EFAULT) if seccomp let it through.

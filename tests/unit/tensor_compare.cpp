@@ -324,7 +324,7 @@ TEST_CASE("empty tensors match when their shapes do") {
             .failure == CompareFailure::kFormat);
 }
 
-TEST_CASE("statistics cover every tensor; the reason names the first failure") {
+TEST_CASE("statistics cover every tensor, the reason names the first failure") {
   const TensorTree expected =
       TensorTree::tuple({tensor_of<float>(DType::kFloat32, {2, 3}, {1, 2, 3, 4, 5, 6}), f32({10, 20}),
                          TensorTree::floating(1.0)});

@@ -165,7 +165,7 @@ TEST_CASE("FIFOs are findings and never block the walk") {
   CHECK(s.files.count("kernels/pipe.cu") == 0);
 }
 
-TEST_CASE("case 45: edited protected files are findings; identical copies are fine") {
+TEST_CASE("case 45: edited protected files are findings, identical copies are fine") {
   TempDir dir;
   make_honest_workspace(dir.path());
   write_file(dir.file("model.py"), std::string(kModelPy) + "# slower reference\n");

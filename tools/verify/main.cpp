@@ -7,6 +7,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Build a candidate's kernels, run it against the pristine reference in a sandbox, "
                "and print one verdict per candidate.", "cudaagent-verify"};
   cudaagent::add_verify_flags(app, options);
+#if CUDAAGENT_HAVE_CUDA
+  options.cuda_check = cudaagent::check_cuda_sources;
+#endif
   return cudaagent::run_tool("cudaagent-verify", app, options.common, argc, argv,
                              [&](cudaagent::Session& session) {
                                return cudaagent::run_verify(options, session);

@@ -42,7 +42,7 @@ struct FilterSettings {
   std::vector<std::string> gpus;
   // Run the harness processes as this user (and make their output directories theirs).
   std::optional<ProcessCredentials> run_as;
-  SandboxRunner sandbox;  // empty: processes run unsandboxed
+  SandboxWrapper sandbox;  // empty: processes run unsandboxed
   std::string sandbox_summary = "none";
 };
 

@@ -32,7 +32,8 @@ struct RecordEdit {
     kSetKey,       // write the record with the stage's key set to `value_json`
     kPassThrough,  // write the record unchanged
     kError,        // write an error record with `reason` instead of the record
-    kDrop,         // write nothing for this record (a filter that keeps only what passed)
+    kDrop,         // write nothing downstream: the stage filtered the record out (and keeps its
+                   // own account of it, e.g. in a side file written from before_release)
   };
   Kind kind = Kind::kPassThrough;
   std::string value_json;
@@ -75,9 +76,9 @@ class RecordStage {
 struct StageCounts {
   std::uint64_t records = 0;       // well-formed records handled by this shard
   std::uint64_t edited = 0;        // records written with the stage's key set
-  std::uint64_t dropped = 0;       // records the stage chose not to write
   std::uint64_t stage_errors = 0;  // records the stage turned into error records
   std::uint64_t bad_lines = 0;     // malformed lines
+  std::uint64_t dropped = 0;       // records the stage filtered out (RecordEdit::kDrop)
 };
 
 // Runs `stage` over `options.inputs` (stdin when empty). Records of other shards are skipped.

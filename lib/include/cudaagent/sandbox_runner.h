@@ -8,15 +8,17 @@
 #include <vector>
 
 #include "cudaagent/process.h"
+#include "cudaagent/sandbox.h"
 #include "cudaagent/session.h"
 #include "cudaagent/status.h"
 #include "cudaagent/torch_env.h"
 
 namespace cudaagent {
 
-// Runs one process in the sandbox: it may read `readable` (besides what the runner binds for
-// everyone) and write only `writable`. A Status when the sandbox could not be built.
-using SandboxRunner = std::function<Result<ProcessResult>(
+// Wraps one process in the sandbox: the command it returns may read `readable` (besides what the
+// wrapper binds for everyone) and write only `writable`; the caller spawns it (run_process,
+// Subprocess, HarnessWorker). A Status when the sandbox could not be built.
+using SandboxWrapper = std::function<Result<SandboxCommand>(
     const ProcessSpec& spec, const std::vector<std::string>& readable,
     const std::vector<std::string>& writable)>;
 
@@ -30,14 +32,14 @@ struct SandboxRequest {
 };
 
 struct SandboxChoice {
-  SandboxRunner run;    // empty: processes run unsandboxed (the user allowed it)
+  SandboxWrapper wrap;  // empty: processes run unsandboxed (the user allowed it)
   std::string summary;  // for logs and records: the probe's summary, or why there is none
 };
 
 // Probes the sandbox (unless no_sandbox) and returns the runner. A Status, with the probe's notes
 // and the flag that would override it, when the sandbox is below the minimum and unsandboxed
 // runs were not allowed, or when no_sandbox was asked without allow_unsandboxed. Logs a warning
-// on `log` when it lets code run without the sandbox. The runner is thread-safe.
+// on `log` when it lets code run without the sandbox. The wrapper is thread-safe.
 Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log);
 
 // The read-only paths a sandboxed torch interpreter and the compilers need besides the system:

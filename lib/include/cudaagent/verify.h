@@ -6,9 +6,13 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "cudaagent/extension_build.h"
+#include "cudaagent/harness_worker.h"
+#include "cudaagent/result_store.h"
+#include "cudaagent/sandbox_runner.h"
 #include "cudaagent/session.h"
 #include "cudaagent/status.h"
 #include "cudaagent/tensor_compare.h"
@@ -29,12 +33,10 @@ struct VerifySettings {
   std::string policy_path;        // allowed ATen ops; empty: share/harness/policy.json
   std::string scratch_dir = "/tmp";  // job directories are created (0700) and removed here
   bool keep_job_dirs = false;     // for debugging the harness
-  // Runs a child process in the OS sandbox: it may read `readable` (besides the system and the
+  // Wraps a process in the OS sandbox: it may read `readable` (besides the system and the
   // harness) and write only `writable`. Not set: processes run unsandboxed (the tool refuses that
   // unless the user asks for it).
-  std::function<Result<ProcessResult>(const ProcessSpec&, const std::vector<std::string>& readable,
-                                      const std::vector<std::string>& writable)>
-      sandbox;
+  SandboxWrapper sandbox;
   std::string sandbox_summary = "none";
 };
 
@@ -53,24 +55,50 @@ struct VerifyOutcome {
   std::string json;  // the value of the record's "verify" key
 };
 
+// The verifier's two warm workers and the directories they see (verify.cpp).
+struct VerifyWorkers;
+
 class Verifier {
  public:
   // Finds torch for settings.python (discovery cached in settings.cache_dir). A Status when no
   // usable Python with torch exists: nothing can be verified.
   static Result<Verifier> create(VerifySettings settings);
 
+  Verifier(Verifier&&) noexcept;
+  Verifier& operator=(Verifier&&) noexcept;
+  ~Verifier();
+
   // Verifies one candidate. Every failure of the candidate is a verdict; INFRA_ERROR when the
   // machinery failed (the reference crashed, the sandbox could not start, disk full). A Status only
   // when the request itself is unusable (the workspace directory cannot be read).
-  Result<VerifyOutcome> verify(const VerifyRequest& request) const;
+  //
+  // The reference and the candidate run in two warm workers (HarnessWorker), each in its own
+  // sandbox, started at the first call and kept for the next: a fresh forked child per job, so a
+  // candidate pays no interpreter start or torch import after the first.
+  Result<VerifyOutcome> verify(const VerifyRequest& request);
+
+  // Starts both workers now, so the first candidate is not charged for it; returns the seconds.
+  Result<double> warm_up();
+
+  // Keep verdicts in `store` (not owned; null: none), keyed by job_key(): a candidate whose key
+  // is stored is not run again, its stored verdict is returned with "store": {"hit": true}.
+  // INFRA_ERROR is never stored (the machinery failed, not the candidate).
+  void use_store(ResultStore* store) { store_ = store; }
+
+  // The content key of a verification: the pristine task, the candidate's snapshot hash, and
+  // everything else the verdict depends on (rules, harness scripts, policy, device, GPU, torch,
+  // tolerances, checks, architecture).
+  std::string job_key(const std::string& model_py, const std::string& snapshot_hash) const;
 
   const TorchEnv& torch() const { return torch_; }
 
  private:
-  Verifier(VerifySettings settings, TorchEnv torch)
-      : settings_(std::move(settings)), torch_(std::move(torch)) {}
+  Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<VerifyWorkers> workers);
   VerifySettings settings_;
   TorchEnv torch_;
+  std::unique_ptr<VerifyWorkers> workers_;
+  std::string harness_hash_;  // of the harness scripts and the policy, read once
+  ResultStore* store_ = nullptr;
 };
 
 }  // namespace cudaagent

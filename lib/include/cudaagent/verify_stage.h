@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+
 #include "cudaagent/cli.h"
+#include "cudaagent/nvrtc_check.h"
 #include "cudaagent/verify.h"
 
 namespace cudaagent {
@@ -17,6 +20,11 @@ struct VerifyOptions {
   bool allow_unsandboxed = false; // run untrusted code without the OS sandbox minimum
   bool no_sandbox = false;        // do not even try the sandbox (trusted code, debugging)
   std::string bwrap = "bwrap";
+  bool check = false;             // --check: NVRTC diagnostics only, nothing is run
+  // The NVRTC checker (lib/cuda); the tool sets it when built with the CUDA Toolkit.
+  std::function<Result<std::vector<CudaFileCheck>>(const std::map<std::string, std::string>&,
+                                                   const NvrtcCheckOptions&)>
+      cuda_check;
 };
 
 void add_verify_flags(CLI::App& app, VerifyOptions& options);

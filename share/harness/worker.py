@@ -1,0 +1,157 @@
+"""A warm harness worker: imports torch once, then runs each job in a fresh forked child.
+
+The verifier keeps one worker for the reference and one for candidates (each in its own OS
+sandbox), so a candidate costs a fork instead of a Python start and a torch import. The parent never
+runs job code and never touches the GPU (CUDA does not survive fork): every job starts from the same
+clean state, and a crash, a hang or a poisoned interpreter ends with its child.
+
+Protocol, one JSON object per line. The worker writes {"ready": true, "torch": VERSION} once
+imported. Each request on stdin: {"job": NONCE, "script": PATH, "argv": [...], "stdin": TEXT,
+"cwd": DIR, "limits": {"cpu_seconds", "address_space_bytes", "file_size_bytes"}, "output_cap": N};
+the reply on stdout: {"job": NONCE, "exit": CODE} or {"job": NONCE, "signal": N}, with "output"
+(the first output_cap bytes of the child's stdout and stderr, merged), "truncated", and the child's
+"wall_seconds", "user_cpu_seconds", "system_cpu_seconds", "max_rss_bytes". The parent is not
+dumpable, and a child keeps none of its descriptors, so job code cannot write on this channel;
+the verifier's timeouts and verdicts never depend on it anyway, beyond "how did the child end".
+"""
+
+import ctypes
+import json
+import os
+import resource
+import runpy
+import signal
+import sys
+import threading
+import time
+
+_LIMITS = {
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "address_space_bytes": resource.RLIMIT_AS,
+    "file_size_bytes": resource.RLIMIT_FSIZE,
+}
+
+
+def _drain(fd, cap, sink):
+    """Reads fd to its end, keeping the first `cap` bytes; sink = [bytes, truncated]."""
+    kept = bytearray()
+    truncated = False
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        room = cap - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        if len(chunk) > max(room, 0):
+            truncated = True
+    os.close(fd)
+    sink[0] = bytes(kept)
+    sink[1] = truncated
+
+
+def _run_child(request, output_fd):
+    """In the forked child: never returns."""
+    code = 70
+    try:
+        stdin_read, stdin_write = os.pipe()
+        data = request.get("stdin", "").encode()
+        if len(data) > 60000:  # must fit the pipe buffer: it is written before anything reads
+            os.write(output_fd, b"worker: a job's stdin is limited to 60000 bytes\n")
+            os._exit(70)
+        os.write(stdin_write, data)
+        os.close(stdin_write)
+        os.dup2(stdin_read, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        # Nothing of the parent's survives: not the request and reply pipes, not a log.
+        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        for name, value in request.get("limits", {}).items():
+            if name in _LIMITS and value is not None:
+                resource.setrlimit(_LIMITS[name], (int(value), int(value)))
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        # Python ignores SIGXFSZ and SIGPIPE at start; a job ends by the file size limit as any
+        # other process would, not with an exception it could catch.
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGXFSZ):
+            signal.signal(number, signal.SIG_DFL)
+        script = request["script"]
+        sys.argv = [script] + list(request.get("argv", []))
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        except BaseException:  # the scripts report their own failures; this is a last resort
+            import traceback
+
+            traceback.print_exc()
+            code = 3
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code & 0xFF)
+
+
+def _serve_one(request, reply):
+    cap = int(request.get("output_cap", 1 << 20))
+    output_read, output_write = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(output_read)
+        _run_child(request, output_write)
+    os.close(output_write)
+    sink = [b"", False]
+    drainer = threading.Thread(target=_drain, args=(output_read, cap, sink), daemon=True)
+    drainer.start()
+    _, status, usage = os.wait4(pid, 0)
+    # The child's own descendants may hold the output pipe; do not wait for them long.
+    drainer.join(timeout=0.5)
+    answer = {"job": request.get("job"), "output": sink[0].decode("utf-8", "replace"),
+              "truncated": bool(sink[1]), "wall_seconds": time.monotonic() - started,
+              "user_cpu_seconds": usage.ru_utime, "system_cpu_seconds": usage.ru_stime,
+              "max_rss_bytes": usage.ru_maxrss * 1024}
+    if os.WIFSIGNALED(status):
+        answer["signal"] = os.WTERMSIG(status)
+    else:
+        answer["exit"] = os.WEXITSTATUS(status)
+    reply.write(json.dumps(answer) + "\n")
+    reply.flush()
+
+
+def main():
+    preload = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--preload=")]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<us>/fd is closed to our children
+    versions = {}
+    for name in preload:
+        module = __import__(name)
+        versions[name] = getattr(module, "__version__", "")
+    reply = os.fdopen(os.dup(1), "w")
+    # Our own stdout is the reply channel only: stray prints of libraries go to stderr.
+    os.dup2(2, 1)
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    os.close(0)
+    reply.write(json.dumps({"ready": True, "versions": versions, "pid": os.getpid()}) + "\n")
+    reply.flush()
+    pending = b""
+    while True:
+        while b"\n" not in pending:
+            chunk = requests.read(65536)
+            if not chunk:
+                return 0
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
+        if line.strip():
+            _serve_one(json.loads(line), reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
