@@ -41,6 +41,7 @@ constexpr std::size_t kChunk = 64 * 1024;
 constexpr std::uint64_t kAddressSpaceBytes = std::uint64_t{8} << 30;
 constexpr std::uint64_t kStderrBytes = std::uint64_t{1} << 20;
 constexpr double kStartSeconds = 30.0;
+constexpr int kExitGraceSteps = 50;  // of 10 ms
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
@@ -87,10 +88,22 @@ struct AstTokenizer::State {
   std::string autopsy(const std::string& what) {
     std::string text = what;
     if (pid > 0) {
+      // A helper that is exiting (it closed the socket first) gets a moment to finish, so its
+      // own exit code, not our SIGKILL, is what the message reports.
+      // WNOWAIT: the leader stays unreaped, so its pid (the group's id) cannot be reused
+      // before the group is killed.
+      bool exited = false;
+      for (int i = 0; i < kExitGraceSteps && !exited; ++i) {
+        siginfo_t info{};
+        exited = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                 info.si_pid == pid;
+        if (!exited) ::usleep(10'000);
+      }
       ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
+      if (!exited) ::kill(pid, SIGKILL);
       int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      pid_t reaped = 0;
+      while ((reaped = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
       }
       pid = -1;
       process_detail::ChildError report;
@@ -99,10 +112,12 @@ struct AstTokenizer::State {
         return text + ": cannot execute " + cudaagent::quoted(python) + ": " +
                errno_text(report.err);
       }
-      if (WIFEXITED(status))
+      if (reaped > 0 && WIFEXITED(status)) {
         text += " (exited with code " + std::to_string(WEXITSTATUS(status)) + ")";
-      if (WIFSIGNALED(status))
+      }
+      if (reaped > 0 && WIFSIGNALED(status)) {
         text += " (killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+      }
     }
     std::string err(4096, '\0');
     const off_t size = ::lseek(stderr_file.get(), 0, SEEK_END);
