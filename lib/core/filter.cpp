@@ -1,8 +1,9 @@
-// One task through the filter: a private job directory (task/ read-only to the harness, one
-// output directory per process), the check process, the trusted reading of its files, then the
-// timing process under the device's timing slot. Key design choice: timing runs in a process of
-// its own, started only once the slot is held, so the wait for the slot never eats into a
-// process's time limit and other tasks' check and compile work never shares a timing process.
+// One task through the filter: the check job, the trusted reading of its files, then the timing
+// job under the device's timing slot, both in fresh forked children of a warm harness worker
+// (share/harness/worker.py) that has imported torch once. Key design choice: a task holds one
+// worker from its check to its timing, and timing is a job of its own, started only once the slot
+// is held, so the wait for the slot never eats into a job's time limit and other tasks' check and
+// compile work never shares a timing process.
 #include "cudaagent/filter.h"
 
 #include <fcntl.h>
@@ -14,9 +15,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
+#include "cudaagent/harness_worker.h"
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/sha256.h"
@@ -34,26 +37,16 @@ double since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
-// A private job directory, removed with its contents unless asked to keep it. With run_as, the
-// directory is opened for traversal (0711) so the harness user reaches task/ and its own outputs.
-class JobDir {
+// Removes a directory tree on destruction unless asked to keep it.
+class RemovedTree {
  public:
-  JobDir(const std::string& root, bool keep, bool traversable) : keep_(keep) {
-    std::string pattern = root + "/cudaagent-filter-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) return;
-    if (traversable && ::chmod(pattern.c_str(), 0711) != 0) {
-      ::rmdir(pattern.c_str());
-      return;
-    }
-    path_ = pattern;
-  }
-  ~JobDir() {
+  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
+  ~RemovedTree() {
     std::error_code ignored;
     if (!path_.empty() && !keep_) fs::remove_all(path_, ignored);
   }
-  JobDir(const JobDir&) = delete;
-  JobDir& operator=(const JobDir&) = delete;
-  const std::string& path() const { return path_; }
+  RemovedTree(const RemovedTree&) = delete;
+  RemovedTree& operator=(const RemovedTree&) = delete;
 
  private:
   std::string path_;
@@ -89,30 +82,44 @@ struct HarnessRun {
 
 }  // namespace
 
+// One warm worker and the two directories its sandbox binds: in/ (read-only to it: each job's
+// model.py) and out/ (writable: each job's output directories, and HOME for torch.compile's
+// caches). A worker serves one task at a time; it is bound to one device.
+struct FilterWorker {
+  std::size_t device = 0;
+  std::string in, out;
+  std::unique_ptr<HarnessWorker> worker;
+  bool busy = false;
+};
+
 struct TaskFilter::State {
   FilterSettings settings;
   TorchEnv torch;
   std::string harness;
   std::string lock_dir;  // empty: no cross-process timing lock
   std::vector<std::string> devices;  // "cpu", or the CUDA device ids
+  std::string root;      // private (0700, or 0711 with run_as): the workers' directories and logs
+  std::unique_ptr<RemovedTree> remove_root;
 
-  // How many tasks use each device, and each device's timing slot within this process.
+  // How many tasks use each device, the workers, and each device's timing slot in this process.
   std::mutex mutex;
   std::vector<int> busy;
+  std::vector<std::unique_ptr<FilterWorker>> workers;
   std::vector<std::unique_ptr<std::mutex>> timing;
 
-  std::size_t acquire_device() {
-    std::lock_guard lock(mutex);
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < busy.size(); ++i) {
-      if (busy[i] < busy[best]) best = i;
-    }
-    ++busy[best];
-    return best;
+  ~State() {
+    workers.clear();  // workers first: their sandboxes hold binds below the root
+    remove_root.reset();
   }
-  void release_device(std::size_t index) {
+
+  // The least busy device and an idle worker for it (a new one, not yet started, when none is
+  // idle: at most as many workers as tasks run at once). A Status when its directories cannot be
+  // made.
+  Result<FilterWorker*> acquire_worker();
+  void release_worker(FilterWorker* worker) {
     std::lock_guard lock(mutex);
-    --busy[index];
+    worker->busy = false;
+    --busy[worker->device];
   }
 
   std::string lock_path(std::size_t device) const {
@@ -124,8 +131,8 @@ struct TaskFilter::State {
     return lock_dir + "/" + name + ".lock";
   }
 
-  Result<HarnessRun> run_harness(const std::string& mode, const std::string& task_dir,
-                                 const std::string& out_dir, std::size_t device) const;
+  Result<HarnessRun> run_harness(FilterWorker& worker, const std::string& mode,
+                                 const std::string& task_dir, const std::string& out_dir) const;
   FilterOutcome filter(const std::string& model_py);
 };
 
@@ -150,41 +157,80 @@ std::string reasons_json(const std::vector<FilterReason>& reasons) {
 
 }  // namespace
 
-Result<HarnessRun> TaskFilter::State::run_harness(const std::string& mode,
+Result<FilterWorker*> TaskFilter::State::acquire_worker() {
+  std::lock_guard lock(mutex);
+  std::size_t device = 0;
+  for (std::size_t i = 1; i < busy.size(); ++i) {
+    if (busy[i] < busy[device]) device = i;
+  }
+  FilterWorker* chosen = nullptr;
+  for (const auto& worker : workers) {
+    if (!worker->busy && worker->device == device) {
+      chosen = worker.get();
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    auto made = std::make_unique<FilterWorker>();
+    const std::string dir = root + "/worker-" + std::to_string(workers.size());
+    made->device = device;
+    made->in = dir + "/in";
+    made->out = dir + "/out";
+    const unsigned traversable = settings.run_as ? 0711 : 0700;
+    const auto make_dir = [&](const std::string& path) {  // chmod: the umask may have cut it
+      return ::mkdir(path.c_str(), traversable) == 0 && ::chmod(path.c_str(), traversable) == 0;
+    };
+    if (!make_dir(dir) || !make_dir(made->in) || !make_out_dir(made->out, settings.run_as)) {
+      return Status::error("cannot create the worker directories in " + cudaagent::quoted(dir));
+    }
+    HarnessWorkerOptions options;
+    options.process.argv = {torch.python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
+    // HOME is the worker's output directory: torch.compile's and Triton's caches need a writable
+    // home, and nothing else is writable. USER/LOGNAME: the sandbox has no /etc/passwd, and torch
+    // asks getpass.getuser() for its cache paths.
+    options.process.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + made->out,
+                           "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1", "USER=cudaagent",
+                           "LOGNAME=cudaagent"};
+    if (settings.device == "cuda") {
+      options.process.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
+    }
+    options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
+    options.process.limits.open_files = 4096;
+    options.process.run_as = settings.run_as;
+    options.log_path = dir + "/worker.log";
+    if (settings.sandbox) {
+      options.wrap = [sandbox = settings.sandbox, readable = std::vector{harness, made->in},
+                      writable = std::vector{made->out}](const ProcessSpec& spec) {
+        return sandbox(spec, readable, writable);
+      };
+    }
+    made->worker = std::make_unique<HarnessWorker>(std::move(options));
+    workers.push_back(std::move(made));
+    chosen = workers.back().get();
+  }
+  chosen->busy = true;
+  ++busy[device];
+  return chosen;
+}
+
+Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const std::string& mode,
                                                   const std::string& task_dir,
-                                                  const std::string& out_dir,
-                                                  std::size_t device) const {
-  ProcessSpec spec;
-  spec.argv = {torch.python, "-I", "-B", harness + "/filter_task.py", "--mode", mode,
-               "--task", task_dir + "/model.py", "--out", out_dir, "--device", settings.device,
-               "--seed", std::to_string(settings.seed), "--runs",
-               std::to_string(settings.timing_runs), "--slow-ms",
-               std::to_string(settings.window_high_ms * 3)};
-  if (settings.compile) spec.argv.emplace_back("--compile");
-  // HOME is the process's own output directory: torch.compile's and Triton's caches need a
-  // writable home, and nothing else in the job is writable. USER/LOGNAME: the sandbox has no
-  // /etc/passwd, and torch asks getpass.getuser() for its cache paths.
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + out_dir, "LC_ALL=C.UTF-8",
-              "OMP_NUM_THREADS=1", "USER=cudaagent", "LOGNAME=cudaagent"};
-  if (settings.device == "cuda") spec.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
-  spec.timeout_seconds = settings.timeout_seconds;
-  spec.kill_grace_seconds = 2;
-  spec.stdout_cap = std::size_t{64} << 10;
-  spec.stderr_cap = std::size_t{256} << 10;
-  spec.limits.file_size_bytes = std::uint64_t{8} << 30;
-  spec.limits.open_files = 4096;
+                                                  const std::string& out_dir) const {
+  HarnessJob job;
+  job.script = harness + "/filter_task.py";
+  job.args = {"--mode", mode, "--task", task_dir + "/model.py", "--out", out_dir, "--device",
+              settings.device, "--seed", std::to_string(settings.seed), "--runs",
+              std::to_string(settings.timing_runs), "--slow-ms",
+              std::to_string(settings.window_high_ms * 3)};
+  if (settings.compile) job.args.emplace_back("--compile");
+  job.working_dir = out_dir;
+  job.timeout_seconds = settings.timeout_seconds;
+  job.output_cap = std::size_t{256} << 10;
+  job.limits.file_size_bytes = std::uint64_t{8} << 30;
   if (settings.device == "cpu" && settings.memory_limit_bytes > 0) {
-    spec.limits.address_space_bytes = settings.memory_limit_bytes;
+    job.limits.address_space_bytes = settings.memory_limit_bytes;
   }
-  spec.run_as = settings.run_as;
-  Result<ProcessResult> ran = Status::error("not run");
-  if (settings.sandbox) {
-    auto command = settings.sandbox(spec, {task_dir}, {out_dir});
-    if (!command) return command.status();
-    ran = run_process(command.value().spec);
-  } else {
-    ran = run_process(spec);
-  }
+  auto ran = worker.worker->run(job);
   if (!ran) return ran.status();
   HarnessRun run{std::move(ran).value(), std::nullopt, {}};
   std::string text;
@@ -206,21 +252,39 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     outcome.infra_reason = std::move(why);
     return outcome;
   };
-  JobDir job(settings.scratch_dir, settings.keep_job_dirs, settings.run_as.has_value());
-  if (job.path().empty()) {
-    return infra("cannot create a job directory in '" + settings.scratch_dir + "'");
-  }
-  const std::string task_dir = job.path() + "/task";
-  if (::mkdir(task_dir.c_str(), 0755) != 0 || !write_file_atomically(task_dir + "/model.py", model_py) ||
-      ::chmod((task_dir + "/model.py").c_str(), 0644) != 0) {
-    return infra("cannot write the task into '" + job.path() + "'");
-  }
-  const std::size_t device = acquire_device();
+  auto acquired = acquire_worker();
+  if (!acquired) return infra(acquired.status().message());
+  FilterWorker& worker = *acquired.value();
   struct Release {
     State& state;
-    std::size_t device;
-    ~Release() { state.release_device(device); }
-  } release{*this, device};
+    FilterWorker* worker;
+    ~Release() { state.release_worker(worker); }
+  } release{*this, &worker};
+  const std::size_t device = worker.device;
+
+  // The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
+  // (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
+  // out/ can be waiting under it.
+  std::string out_root = worker.out + "/job-XXXXXX";
+  if (::mkdtemp(out_root.data()) == nullptr) {
+    return infra("cannot create a job directory in " + cudaagent::quoted(worker.out) + ": " +
+                 std::strerror(errno));
+  }
+  const std::string task_dir = worker.in + out_root.substr(out_root.rfind('/'));
+  RemovedTree remove_out(out_root, settings.keep_job_dirs);
+  RemovedTree remove_task(task_dir, settings.keep_job_dirs);
+  if ((settings.run_as && ::chmod(out_root.c_str(), 0711) != 0) ||
+      ::mkdir(task_dir.c_str(), settings.run_as ? 0755 : 0700) != 0 ||
+      !write_file_atomically(task_dir + "/model.py", model_py) ||
+      ::chmod((task_dir + "/model.py").c_str(), 0644) != 0) {
+    return infra("cannot write the task into " + cudaagent::quoted(task_dir));
+  }
+  double worker_start_seconds = 0;
+  if (auto warm = worker.worker->warm_up(); !warm) {
+    return infra(warm.status().message());
+  } else {
+    worker_start_seconds = warm.value();
+  }
 
   std::vector<FilterReason> reasons;
   std::string determinism, compile_text;
@@ -228,10 +292,10 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   double check_seconds = 0, time_seconds = 0;
 
   // 1. The check process.
-  const std::string check_dir = job.path() + "/check";
+  const std::string check_dir = out_root + "/check";
   if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
   auto phase = SteadyClock::now();
-  auto check = run_harness("check", task_dir, check_dir, device);
+  auto check = run_harness(worker, "check", task_dir, check_dir);
   check_seconds = since(phase);
   if (!check) return infra("check process: " + check.status().message());
   RunJudgement judged = judge_run(check.value().process, check.value().report,
@@ -301,14 +365,14 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
 
   // 2. The timing process, for a task that passed everything else, alone on its device.
   if (reasons.empty()) {
-    const std::string time_dir = job.path() + "/time";
+    const std::string time_dir = out_root + "/time";
     if (!make_out_dir(time_dir, settings.run_as)) return infra("cannot create '" + time_dir + "'");
     Result<HarnessRun> timed = Status::error("not run");
     {
       std::lock_guard slot(*timing[device]);
       FileLock machine_slot(lock_path(device));
       phase = SteadyClock::now();
-      timed = run_harness("time", task_dir, time_dir, device);
+      timed = run_harness(worker, "time", task_dir, time_dir);
       time_seconds = since(phase);
     }
     if (!timed) return infra("timing process: " + timed.status().message());
@@ -352,7 +416,8 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   out.field("torch", torch.torch_version).field("python", torch.python_version);
   out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
   out.field("sandbox", settings.sandbox_summary);
-  out.key("seconds").begin_object().field("check", check_seconds).field("time", time_seconds);
+  out.key("seconds").begin_object().field("worker_start", worker_start_seconds);
+  out.field("check", check_seconds).field("time", time_seconds);
   out.field("total", since(started)).end_object().end_object();
   return outcome;
 }
@@ -374,6 +439,17 @@ Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
     state->devices = settings.gpus.empty() ? std::vector<std::string>{"0"} : settings.gpus;
   } else {
     state->devices = {"cpu"};
+  }
+  std::string pattern = settings.scratch_dir + "/cudaagent-filter-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return Status::error("cannot create a directory in " + cudaagent::quoted(settings.scratch_dir) +
+                         ": " + std::strerror(errno));
+  }
+  state->root = pattern;
+  state->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
+  if (settings.run_as && ::chmod(pattern.c_str(), 0711) != 0) {
+    return Status::error("cannot open " + cudaagent::quoted(pattern) + " to the --run-as user: " +
+                         std::strerror(errno));
   }
   state->busy.assign(state->devices.size(), 0);
   for (std::size_t i = 0; i < state->devices.size(); ++i) {

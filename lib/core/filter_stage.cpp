@@ -237,10 +237,10 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
   app.add_flag("--no-compile", options.no_compile, "Do not run torch.compile");
   app.add_option("--runs", s.timing_runs, "Timed eager calls")->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_option("--timeout", s.timeout_seconds, "Wall-clock limit of each task process in "
+  app.add_option("--timeout", s.timeout_seconds, "Wall-clock limit of each harness job in "
                  "seconds")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--memory-limit", options.memory_limit, "Address-space limit of each task "
-                 "process on --device cpu (K/M/G/T suffixes; 0: none)")->capture_default_str()
+  app.add_option("--memory-limit", options.memory_limit, "Address-space limit of each harness "
+                 "job on --device cpu (K/M/G/T suffixes; 0: none)")->capture_default_str()
       ->check(checked(parse_size, "size"));
   app.add_option("--gpus", options.gpus, "CUDA devices to spread tasks over, e.g. 0,1 (default: "
                  "CUDA_VISIBLE_DEVICES, else every GPU)")->type_name("LIST");
@@ -250,7 +250,7 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--cache-dir", s.cache_dir, "Discovery cache and timing-slot locks (default: "
                  "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
-  app.add_option("--run-as", options.run_as, "Run task processes as UID[:GID] (as root: "
+  app.add_option("--run-as", options.run_as, "Run the harness workers as UID[:GID] (as root: "
                  "recommended, e.g. 65534)")->type_name("UID[:GID]")
       ->check(checked(parse_user, "user"));
   app.add_option("--bwrap", options.bwrap, "The bubblewrap program")->capture_default_str();
@@ -258,7 +258,7 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
                "OS sandbox is below the minimum");
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
-  app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each task's job directory");
+  app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep the workers' and tasks' directories");
 }
 
 Result<StageEnd> run_filter(FilterOptions& options, Session& session) {

@@ -55,6 +55,11 @@ jq -e -s '.[] | select(.id == "slow") | .filter.eager_ms.median >= 60' "$scratch
 [[ $(jq -c 'select(.filter.eager_ms != null) | .id' "$scratch/out.jsonl" | tr -d '\n') == '"good""slow"' ]] ||
   fail "tasks other than good and slow were timed"
 
+# Warm workers: only the first task of each of the two threads paid for a worker start (a third
+# start only if the infinite loop's killed worker was given another task).
+starts=$(jq -s '[.[] | select(.filter.seconds.worker_start > 0)] | length' "$scratch/out.jsonl")
+((starts >= 1 && starts <= 3)) || fail "$starts tasks started a harness worker, expected 1 to 3"
+
 # Input order, other keys byte for byte.
 jq -r .id "$scratch/out.jsonl" >"$scratch/ids"
 printf '%s\n' "${names[@]}" | diff - "$scratch/ids" || fail "records are not in input order"
