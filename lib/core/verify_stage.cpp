@@ -98,6 +98,15 @@ class VerifyStage final : public RecordStage {
   Session& session_;
 };
 
+// Writes one record and flushes it: the directory modes release each record as it is made.
+// nullopt when written; else how the run ends: kPipeClosed when the reader went away, or why not.
+std::optional<Result<StageEnd>> write_and_flush(RecordSink& sink, const std::string& line) {
+  Status status = sink.write(line);
+  if (status) status = sink.flush();
+  if (status) return std::nullopt;
+  return sink.pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+}
+
 Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Session& session) {
   auto sink = RecordSink::open(options.common.output);
   if (!sink) return sink.status();
@@ -128,12 +137,7 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
                        " (" + outcome.value().reason + ")");
       line = verified_record(request.id, request.workspace_dir, task_source, outcome.value());
     }
-    if (auto status = sink.value().write(line); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
-    if (auto status = sink.value().flush(); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
+    if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
   if (auto status = sink.value().commit(); !status) return status;
   return StageEnd::kCompleted;
@@ -180,12 +184,7 @@ Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
       json.end_object().end_object();
       line.push_back('\n');
     }
-    if (auto status = sink.value().write(line); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
-    if (auto status = sink.value().flush(); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
+    if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
   if (auto status = sink.value().commit(); !status) return status;
   return StageEnd::kCompleted;
