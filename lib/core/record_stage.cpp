@@ -288,7 +288,7 @@ class Driver {
       drain(slots_.size());
       (void)release();  // keep what was done; the failure below is what matters
       return Status::error("more than " + std::to_string(options_.max_bad_lines) +
-                           " malformed lines, the last at " + quoted(where.source) + " line " +
+                           " malformed lines, the last at " + cudaagent::quoted(where.source) + " line " +
                            std::to_string(where.line) + " (see --max-bad-lines)");
     }
     return Status::ok();

@@ -84,7 +84,7 @@ Subprocess::~Subprocess() {
 Result<Subprocess> Subprocess::spawn(const ProcessSpec& spec, const std::string& stderr_path) {
   const char* err_path = stderr_path.empty() ? "/dev/null" : stderr_path.c_str();
   UniqueFd err_file(::open(err_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-  if (!err_file.is_open()) return Status::error("cannot open " + quoted(err_path) + ": " + errno_text(errno));
+  if (!err_file.is_open()) return Status::error("cannot open " + cudaagent::quoted(err_path) + ": " + errno_text(errno));
   return spawn_with_stderr(spec, err_file.get(), false);
 }
 
@@ -99,7 +99,7 @@ Result<Subprocess> Subprocess::spawn_with_stderr(const ProcessSpec& spec, int er
   if (!planned) return planned.status();
   process_detail::ChildPlan& plan = planned.value();
   if (plan.exec_paths.empty()) {
-    return Status::error("cannot execute " + quoted(spec.argv[0]) + ": not found in the PATH");
+    return Status::error("cannot execute " + cudaagent::quoted(spec.argv[0]) + ": not found in the PATH");
   }
   UniqueFd stdin_ours, stdin_theirs, out_read, out_write, error_read, error_write;
   if (Status s = make_socketpair(stdin_ours, stdin_theirs); !s) return s;
