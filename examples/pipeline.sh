@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the bundled example, on the CPU: synthesise a few tiny tasks and dedup them
-# against the example tasks (data side); verify two candidates of the example CPU task, one honest
-# and one that calls torch instead of its kernel (scoring side); and score the bundled
-# verify/profile sample with cudaagent-reward (one line is torn on purpose, to show an error
-# record). Profile and filter join when they land; on a GPU the same chain runs with --device cuda.
+# The main job on the bundled example, on the CPU. Data side: synthesise a few tiny tasks, filter
+# them in the sandbox (eager only with Debian's torch 1.13, which has no torch.compile: each record
+# says so), and dedup the kept ones against the example tasks. Scoring side: verify two candidates
+# of the example CPU task, one honest and one that calls torch instead of its kernel, and pass the
+# verdicts to cudaagent-reward; then score the bundled verify/profile sample (one line is torn on
+# purpose, to show an error record). Profile joins when it lands; on a GPU the same chain runs
+# with --device cuda and the default 1-100 ms filter window.
 # Usage: examples/pipeline.sh [BIN_DIR]   (default: build/release/bin)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,18 +14,28 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 examples=$here/share/examples
 
-echo "== synth -> dedup: 8 tiny tasks (seed 1), deduplicated against the example tasks" >&2
+echo "== synth -> filter -> dedup: 8 tiny tasks (seed 1), run in the sandbox, then deduplicated" >&2
+# Tiny CPU tasks run in microseconds: the window is widened from the GPU's 1-100 ms.
 "$bin/cudaagent-synth" --quiet --seed 1 --count 8 --batch 2 --max-dim 16 |
+  "$bin/cudaagent-filter" --quiet --device cpu --window-ms 0.001,1000 --jobs 2 >"$work/filtered.jsonl"
+jq -c 'select(.filter.kept)' "$work/filtered.jsonl" |
   "$bin/cudaagent-dedup" --quiet --annotate --reference "examples=$examples/workspaces" >"$work/tasks.jsonl"
-printf '%-14s %-44s %5s %6s  %s\n' id ops depth kept nearest
-jq -r '[.id[0:12], (.task.ops | join(",")), (.task.meta.depth|tostring), (.dedup.kept|tostring),
-        ((.dedup.score*100|floor|tostring) + "% " + ((.dedup.nearest.name // "-")[0:24]))] | @tsv' "$work/tasks.jsonl" |
-  while IFS=$'\t' read -r id ops depth kept nearest; do
-    printf '%-14s %-44s %5s %6s  %s\n' "$id" "$ops" "$depth" "$kept" "$nearest"
+printf '%-14s %-34s %-9s %-28s %s\n' id ops eager_ms filter dedup
+jq -r --slurpfile deduped "$work/tasks.jsonl" '
+  . as $t | ([$deduped[] | select(.id == $t.id)][0].dedup) as $d |
+  [.id[0:12], (.task.ops | join(",")),
+   (if .filter.eager_ms then (.filter.eager_ms.median * 1000 | floor / 1000 | tostring) else "-" end),
+   (if .filter.kept then "kept" else "rejected: " + ([.filter.reasons[].check] | join(",")) end),
+   (if $d then (if $d.kept then "kept" else "dropped" end) + " (nearest " +
+      ($d.score * 100 | floor | tostring) + "%)" else "-" end)] | @tsv' "$work/filtered.jsonl" |
+  while IFS=$'\t' read -r id ops ms filter dedup; do
+    printf '%-14s %-34s %-9s %-28s %s\n' "$id" "$ops" "$ms" "$filter" "$dedup"
   done
+echo "torch.compile check: $(jq -r .filter.compile "$work/filtered.jsonl" | sort -u | paste -sd ';')"
 echo
 
-echo "== verify: two candidates for the example CPU task (the first run builds torch's header, minutes)" >&2
+echo "== verify -> reward: two candidates for the example CPU task (the first run builds torch's" \
+  "header, minutes)" >&2
 task=$examples/workspaces/bias-relu-cpu
 cp -r "$task" "$work/honest"
 cp -r "$task" "$work/cheat"
@@ -45,10 +57,19 @@ PY
 for name in honest cheat; do
   jq -nc --rawfile m "$task/model.py" --arg w "$work/$name" --arg id "$name" \
     '{id: $id, task: {model_py: $m}, candidate: {workspace: $w}}'
-done | "$bin/cudaagent-verify" --quiet --device cpu --db "$work/store.db" >"$work/verified.jsonl"
-printf '%-20s %-15s %s\n' id verdict reason
-jq -r '[.id, .verify.verdict, .verify.reason[0:90]] | @tsv' "$work/verified.jsonl" |
-  while IFS=$'\t' read -r id verdict reason; do printf '%-20s %-15s %s\n' "$id" "$verdict" "$reason"; done
+done | "$bin/cudaagent-verify" --quiet --device cpu --db "$work/store.db" | tee "$work/verified.jsonl" |
+  "$bin/cudaagent-reward" --quiet --db "$work/store.db" --errors "$work/unscored.jsonl" >"$work/rewarded.jsonl"
+# A PASS needs cudaagent-profile's timings to earn a reward: until profile lands, reward turns it
+# into an error record instead of guessing.
+printf '%-20s %-15s %-7s %s\n' id verdict reward reason
+jq -r --slurpfile r "$work/rewarded.jsonl" --slurpfile u "$work/unscored.jsonl" '
+  . as $v | ([$r[] | select(.id == $v.id)][0].reward.value // "-" | tostring) as $value |
+  ([$u[] | select(.error.id == $v.id)][0].error.reason // "") as $why |
+  [.id, .verify.verdict, $value, (if $why != "" then "not scored: " + $why else .verify.reason end)[0:90]] | @tsv' \
+  "$work/verified.jsonl" |
+  while IFS=$'\t' read -r id verdict value reason; do
+    printf '%-20s %-15s %-7s %s\n' "$id" "$verdict" "$value" "$reason"
+  done
 echo
 
 echo "== reward: $examples/reward-sample.jsonl" >&2

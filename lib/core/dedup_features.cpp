@@ -1,33 +1,20 @@
-// The AST helper process. It is spawned through run_process's own child set-up (process_child.h:
-// its own process group, reset signals, closed descriptors, rlimits, death with its parent), but
-// stays alive: requests and answers are lines on one socketpair (the child's stdin and stdout), so
-// a closed peer is EPIPE from send(MSG_NOSIGNAL), never a SIGPIPE. The helper's stderr goes to a
-// memfd whose last line explains a death.
+// The AST helper process: a Subprocess (run_process's child set-up: its own process group, reset
+// signals, closed descriptors, rlimits, death with its parent) that stays alive, one request and
+// one answer per line. The helper's stderr is kept in memory, and its last line explains a death.
 #include "cudaagent/dedup_features.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <simdjson.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <climits>
-#include <cmath>
-#include <system_error>
+#include <cstdio>
 #include <thread>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/session.h"
+#include "cudaagent/subprocess.h"
 #include "cudaagent/torch_env.h"
-#include "process_child.h"
-#include "unique_fd.h"
 
 extern char** environ;
 
@@ -36,131 +23,62 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr std::size_t kChunk = 64 * 1024;
 // The helper holds one parsed module at a time; a hostile source may ask for much more.
 constexpr std::uint64_t kAddressSpaceBytes = std::uint64_t{8} << 30;
 constexpr std::uint64_t kStderrBytes = std::uint64_t{1} << 20;
 constexpr double kStartSeconds = 30.0;
+// A helper that closed its output is usually exiting: this long for its own exit code.
+constexpr double kExitGraceSeconds = 0.5;
 
-std::string errno_text(int err) { return std::system_category().message(err); }
-
-// Descriptors at 0-2 would be clobbered by the child's dup2 onto its stdio.
-Status lift_above_stdio(UniqueFd& fd) {
-  if (fd.get() > 2) return Status::ok();
-  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
-  if (moved < 0) return Status::error("cannot move a descriptor: " + errno_text(errno));
-  fd.reset(moved);
-  return Status::ok();
+double seconds_left(SteadyClock::time_point deadline) {
+  return std::max(0.0, std::chrono::duration<double>(deadline - SteadyClock::now()).count());
 }
 
-int remaining_ms(SteadyClock::time_point deadline) {
-  const auto left = std::chrono::duration<double, std::milli>(deadline - SteadyClock::now());
-  if (left.count() <= 0) return 0;
-  return left.count() >= double{INT_MAX} ? INT_MAX : static_cast<int>(std::ceil(left.count()));
+// The last line of a text, without trailing blanks.
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (const auto cut = text.rfind('\n'); cut != std::string::npos) text.erase(0, cut + 1);
+  return text;
 }
 
 }  // namespace
 
 struct AstTokenizer::State {
   std::string python;
-  pid_t pid = -1;
-  UniqueFd socket;       // our end; the child's stdin and stdout are the other
-  UniqueFd stderr_file;  // memfd holding the child's stderr
-  UniqueFd exec_errors;  // read end of the child's set-up error pipe
+  std::optional<Subprocess> helper;
   double timeout_seconds = 60.0;
-  std::string buffer;  // bytes received past the last answer
   bool failed = false;
   simdjson::dom::parser parser;
 
-  ~State() { stop(); }
-
-  void stop() {
-    if (pid <= 0) return;
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    pid = -1;
-  }
-
-  // Why the helper is gone or misbehaving, for messages: its exit, its last stderr line.
+  // Why the helper is gone or misbehaving, for messages: how it ended, its last stderr line. The
+  // helper is finished (killed if it does not exit by itself) and every later call fails.
   std::string autopsy(const std::string& what) {
     std::string text = what;
-    if (pid > 0) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      pid = -1;
-      process_detail::ChildError report;
-      if (::read(exec_errors.get(), &report, sizeof report) ==
-          static_cast<ssize_t>(sizeof report)) {
-        return text + ": cannot execute " + cudaagent::quoted(python) + ": " +
-               errno_text(report.err);
-      }
-      if (WIFEXITED(status))
-        text += " (exited with code " + std::to_string(WEXITSTATUS(status)) + ")";
-      if (WIFSIGNALED(status))
-        text += " (killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-    }
-    std::string err(4096, '\0');
-    const off_t size = ::lseek(stderr_file.get(), 0, SEEK_END);
-    const off_t from = std::max<off_t>(0, size - static_cast<off_t>(err.size()));
-    const ssize_t n = size > 0 ? ::pread(stderr_file.get(), err.data(), err.size(), from) : 0;
-    err.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-    if (const auto cut = err.rfind('\n'); cut != std::string::npos) err.erase(0, cut + 1);
-    if (!err.empty()) text += ": " + err;
     failed = true;
+    if (!helper) return text;
+    if (const auto ended = helper->finish(kExitGraceSeconds)) text += " (" + ended->describe() + ")";
+    if (const std::string err = last_line(helper->stderr_tail(4096)); !err.empty()) {
+      text += ": " + err;
+    }
+    helper.reset();
     return text;
   }
 
-  Status send_all(std::string_view bytes, SteadyClock::time_point deadline) {
-    while (!bytes.empty()) {
-      pollfd fd{socket.get(), POLLOUT, 0};
-      const int ready = ::poll(&fd, 1, remaining_ms(deadline));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) return Status::error(autopsy("the AST helper stopped reading (timed out)"));
-      const ssize_t n =
-          ::send(socket.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n < 0) return Status::error(autopsy("the AST helper went away"));
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return Status::ok();
-  }
-
-  // The next '\n'-terminated line (without the '\n'), waiting until `deadline`.
+  // The next line of the helper's output (without the '\n'), waiting until `deadline`.
   Result<std::string> receive_line(SteadyClock::time_point deadline, std::size_t cap) {
-    std::size_t scanned = 0;
-    for (;;) {
-      if (const auto end = buffer.find('\n', scanned); end != std::string::npos) {
-        std::string line = buffer.substr(0, end);
-        buffer.erase(0, end + 1);
-        return line;
-      }
-      scanned = buffer.size();
-      if (buffer.size() > cap) {
+    auto line = helper->receive_line(seconds_left(deadline), cap);
+    if (!line) return Status::error(autopsy(line.status().message()));
+    switch (line.value().kind) {
+      case Subprocess::Line::Kind::kLine: return std::move(line.value().text);
+      case Subprocess::Line::Kind::kClosed: return Status::error(autopsy("the AST helper ended"));
+      case Subprocess::Line::Kind::kTooLong:
         return Status::error(
             autopsy("the AST helper's answer exceeds " + std::to_string(cap) + " bytes"));
-      }
-      pollfd fd{socket.get(), POLLIN, 0};
-      const int ready = ::poll(&fd, 1, remaining_ms(deadline));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) {
-        char limit[32];
-        std::snprintf(limit, sizeof limit, "%g", timeout_seconds);
-        return Status::error(
-            autopsy(std::string("the AST helper did not answer within ") + limit + " s"));
-      }
-      const std::size_t old = buffer.size();
-      buffer.resize(old + kChunk);
-      const ssize_t n = ::recv(socket.get(), buffer.data() + old, kChunk, MSG_DONTWAIT);
-      buffer.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) return Status::error(autopsy("the AST helper ended"));
+      case Subprocess::Line::Kind::kTimeout: break;
     }
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", timeout_seconds);
+    return Status::error(autopsy(std::string("the AST helper did not answer within ") + limit + " s"));
   }
 };
 
@@ -183,51 +101,10 @@ Result<AstTokenizer> AstTokenizer::start(const std::string& python, const std::s
     spec.env.emplace_back(*entry);
   }
   spec.limits.address_space_bytes = kAddressSpaceBytes;
-  spec.limits.file_size_bytes = kStderrBytes;
-  auto planned = process_detail::make_plan(spec);
-  if (!planned) return planned.status();
-  process_detail::ChildPlan& plan = planned.value();
-  if (plan.exec_paths.empty()) {
-    return Status::error("cannot execute " + cudaagent::quoted(python) + ": not found in PATH");
-  }
-
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    return Status::error("cannot create a socket pair: " + errno_text(errno));
-  }
-  state->socket.reset(pair[0]);
-  UniqueFd child_end(pair[1]);
-  state->stderr_file.reset(::memfd_create("cudaagent-ast-stderr", MFD_CLOEXEC));
-  if (!state->stderr_file.is_open()) {
-    return Status::error("cannot create a memory file: " + errno_text(errno));
-  }
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
-    return Status::error("cannot create a pipe: " + errno_text(errno));
-  state->exec_errors.reset(pipe_fds[0]);
-  UniqueFd error_write(pipe_fds[1]);
-  for (UniqueFd* fd :
-       {&state->socket, &child_end, &state->stderr_file, &state->exec_errors, &error_write}) {
-    if (Status lifted = lift_above_stdio(*fd); !lifted) return lifted;
-  }
-  plan.stdin_fd = child_end.get();
-  plan.stdout_fd = child_end.get();
-  plan.stderr_fd = state->stderr_file.get();
-  plan.error_fd = error_write.get();
-
-  sigset_t all, saved;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::fork();
-  if (pid == 0) process_detail::child_main(plan);
-  const int fork_errno = errno;
-  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  if (pid < 0) return Status::error("cannot fork: " + errno_text(fork_errno));
-  state->pid = pid;
-  ::setpgid(pid, pid);  // as the child does; whichever runs first, the group exists
-  child_end.reset();
-  error_write.reset();
-  ::fcntl(state->exec_errors.get(), F_SETFL, O_NONBLOCK);
+  spec.limits.file_size_bytes = kStderrBytes;  // bounds the kept stderr
+  auto spawned = Subprocess::spawn_keeping_stderr(spec);
+  if (!spawned) return spawned.status();
+  state->helper.emplace(std::move(spawned).value());
 
   // Start-up gets at least kStartSeconds: an interpreter on a loaded node or a network
   // filesystem can take seconds to import, and that says nothing about the parses to come.
@@ -265,7 +142,9 @@ Result<ParsedSource> AstTokenizer::parse(std::string_view source) {
   const auto deadline =
       SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                std::chrono::duration<double>(state.timeout_seconds));
-  if (Status sent = state.send_all(request, deadline); !sent) return sent;
+  if (Status sent = state.helper->send(request, state.timeout_seconds); !sent) {
+    return Status::error(state.autopsy("the AST helper did not take the request: " + sent.message()));
+  }
   // Tokens are at most a few times longer than their text ("a+b" is "BinOp Name Add Name").
   auto line = state.receive_line(deadline, 16 * source.size() + (std::size_t{1} << 20));
   if (!line) return line.status();

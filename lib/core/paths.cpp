@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +83,40 @@ bool read_whole_file(const std::string& path, std::string& bytes) {
   text << in.rdbuf();
   bytes = text.str();
   return true;
+}
+
+Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::string& bytes) {
+  bytes.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int error = errno;
+    return Status::error("'" + path + "': " +
+                         (error == ELOOP ? std::string("is a symbolic link") : std::strerror(error)));
+  }
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) {
+    problem = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = "not a regular file";
+  } else if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    problem = std::to_string(st.st_size) + " bytes, more than the limit of " +
+              std::to_string(max_bytes);
+  }
+  // Stop once past the limit, so a file that grew after fstat is still caught.
+  char buffer[65536];
+  while (problem.empty()) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) problem = std::strerror(errno);
+    if (n <= 0) break;
+    bytes.append(buffer, static_cast<std::size_t>(n));
+    if (bytes.size() > max_bytes) problem = "more than the limit of " + std::to_string(max_bytes) + " bytes";
+  }
+  ::close(fd);
+  if (problem.empty()) return Status::ok();
+  bytes.clear();
+  return Status::error("'" + path + "': " + problem);
 }
 
 }  // namespace cudaagent

@@ -137,7 +137,7 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   ChildPlan& plan = planned.value();
   ProcessResult result;
   if (plan.exec_paths.empty()) {
-    result.spawn_error = "cannot execute " + quoted(spec.argv[0]) + ": " + errno_text(ENOENT) +
+    result.spawn_error = "cannot execute " + cudaagent::quoted(spec.argv[0]) + ": " + errno_text(ENOENT) +
                          " (the environment has no PATH)";
     return result;
   }

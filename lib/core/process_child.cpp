@@ -71,7 +71,7 @@ Result<ChildPlan> make_plan(const ProcessSpec& spec) {
   const std::string* path_entry = nullptr;
   for (const std::string& entry : spec.env) {
     if (has_nul(entry) || entry.find('=') == std::string::npos || entry[0] == '=') {
-      return Status::error("cannot run a process: malformed environment entry " + quoted(entry));
+      return Status::error("cannot run a process: malformed environment entry " + cudaagent::quoted(entry));
     }
     if (path_entry == nullptr && entry.starts_with("PATH=")) path_entry = &entry;
     plan.envp.push_back(const_cast<char*>(entry.c_str()));
@@ -257,13 +257,13 @@ std::string describe_child_error(const ChildError& e, const ProcessSpec& spec,
              reason;
     case ChildStage::kDeathSignal: return "cannot set the parent-death signal: " + reason;
     case ChildStage::kChdir:
-      return "cannot change to directory " + quoted(spec.working_dir) + ": " + reason;
+      return "cannot change to directory " + cudaagent::quoted(spec.working_dir) + ": " + reason;
     case ChildStage::kInheritFds:
       return "cannot pass a descriptor to the child as fd " + std::to_string(e.detail) + ": " +
              reason;
     case ChildStage::kExec: break;
   }
-  return "cannot execute " + quoted(spec.argv[0]) + ": " + reason;
+  return "cannot execute " + cudaagent::quoted(spec.argv[0]) + ": " + reason;
 }
 
 }  // namespace cudaagent::process_detail

@@ -62,7 +62,7 @@ Result<ResultStore> ResultStore::open(const std::string& path, const ResultStore
     if (!version) return version.status();
     const int expected = kMigrations.back().version;
     if (version.value() != expected) {
-      return Status::error("cannot open " + quoted(path) + " read-only: its schema version is " +
+      return Status::error("cannot open " + cudaagent::quoted(path) + " read-only: its schema version is " +
                            std::to_string(version.value()) + ", this program needs " +
                            std::to_string(expected));
     }
@@ -104,8 +104,8 @@ Result<std::size_t> ResultStore::put_batch(std::span<const StoredResult> results
     auto done = insert_.step();
     if (!done) {
       // The Transaction's destructor rolls the whole batch back.
-      return done.status().with_context("cannot store result " + quoted(result.job_key) + " in " +
-                                        quoted(path()));
+      return done.status().with_context("cannot store result " + cudaagent::quoted(result.job_key) + " in " +
+                                        cudaagent::quoted(path()));
     }
     inserted += static_cast<std::size_t>(db_.changes());
   }
@@ -132,7 +132,7 @@ Status ResultStore::quick_check() {
     findings.append(check.value().column_text(0));
   }
   if (findings == "ok") return Status::ok();
-  return Status::error("cannot trust " + quoted(path()) + ": quick_check found " + findings);
+  return Status::error("cannot trust " + cudaagent::quoted(path()) + ": quick_check found " + findings);
 }
 
 }  // namespace cudaagent

@@ -51,7 +51,7 @@ std::string sql_subject(std::string_view sql) {
       break;
     }
   }
-  return quoted(flat);
+  return cudaagent::quoted(flat);
 }
 
 std::string errmsg(sqlite3* db, int rc) {
@@ -107,7 +107,7 @@ Database::Database(std::unique_ptr<sqlite3, Closer> db, std::string path)
 
 Result<Database> Database::open(const std::string& path, const DatabaseOptions& options,
                                 CallSite where) {
-  const std::string operation = "open " + quoted(path);
+  const std::string operation = "open " + cudaagent::quoted(path);
   int flags = SQLITE_OPEN_NOMUTEX;
   if (options.read_only) {
     flags |= SQLITE_OPEN_READONLY;
@@ -263,7 +263,7 @@ int Statement::column_count() const { return sqlite3_column_count(stmt_.get()); 
 
 Result<Transaction> Transaction::begin(Database& db, CallSite where) {
   if (Status status = exec_raw(db.db_.get(), "BEGIN IMMEDIATE"); !status) {
-    return failure("begin a transaction on " + quoted(db.path()), status.message(), where);
+    return failure("begin a transaction on " + cudaagent::quoted(db.path()), status.message(), where);
   }
   return Transaction(db);
 }
@@ -296,7 +296,7 @@ Status Transaction::commit(CallSite where) {
     db_ = nullptr;
     return status;
   }
-  std::string operation = "commit to " + quoted(db_->path());
+  std::string operation = "commit to " + cudaagent::quoted(db_->path());
   if (!db_->in_transaction()) db_ = nullptr;  // sqlite rolled it back; nothing left to undo
   return failure(operation, status.message(), where);
 }
@@ -306,7 +306,7 @@ Status Transaction::rollback(CallSite where) {
   Database* db = std::exchange(db_, nullptr);
   if (!db->in_transaction()) return Status::ok();
   if (Status status = exec_raw(db->db_.get(), "ROLLBACK"); !status) {
-    return failure("roll back on " + quoted(db->path()), status.message(), where);
+    return failure("roll back on " + cudaagent::quoted(db->path()), status.message(), where);
   }
   return Status::ok();
 }
@@ -322,7 +322,7 @@ Result<int> schema_version(Database& db, CallSite where) {
 }
 
 Status migrate(Database& db, std::span<const Migration> migrations, CallSite where) {
-  const std::string subject = quoted(db.path());
+  const std::string subject = cudaagent::quoted(db.path());
   int previous = 0;
   for (const Migration& migration : migrations) {
     if (migration.version <= previous) {

@@ -8,9 +8,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -58,39 +60,54 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
     : child_(std::move(other.child_)),
       stdin_fd_(std::exchange(other.stdin_fd_, -1)),
       stdout_fd_(std::exchange(other.stdout_fd_, -1)),
-      pending_(std::move(other.pending_)) {}
+      pending_(std::move(other.pending_)),
+      stderr_fd_(std::exchange(other.stderr_fd_, -1)) {}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
     kill();
+    if (stderr_fd_ >= 0) ::close(stderr_fd_);
     child_ = std::move(other.child_);
     stdin_fd_ = std::exchange(other.stdin_fd_, -1);
     stdout_fd_ = std::exchange(other.stdout_fd_, -1);
     pending_ = std::move(other.pending_);
+    stderr_fd_ = std::exchange(other.stderr_fd_, -1);
   }
   return *this;
 }
 
-Subprocess::~Subprocess() { kill(); }
+Subprocess::~Subprocess() {
+  kill();
+  if (stderr_fd_ >= 0) ::close(stderr_fd_);
+}
 
 Result<Subprocess> Subprocess::spawn(const ProcessSpec& spec, const std::string& stderr_path) {
+  const char* err_path = stderr_path.empty() ? "/dev/null" : stderr_path.c_str();
+  UniqueFd err_file(::open(err_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!err_file.is_open()) return Status::error("cannot open " + cudaagent::quoted(err_path) + ": " + errno_text(errno));
+  return spawn_with_stderr(spec, err_file.get(), false);
+}
+
+Result<Subprocess> Subprocess::spawn_keeping_stderr(const ProcessSpec& spec) {
+  UniqueFd err_file(::memfd_create("cudaagent-stderr", MFD_CLOEXEC));
+  if (!err_file.is_open()) return Status::error("cannot create a memory file: " + errno_text(errno));
+  return spawn_with_stderr(spec, err_file.get(), true);
+}
+
+Result<Subprocess> Subprocess::spawn_with_stderr(const ProcessSpec& spec, int err_fd, bool keep) {
   Result<process_detail::ChildPlan> planned = process_detail::make_plan(spec);
   if (!planned) return planned.status();
   process_detail::ChildPlan& plan = planned.value();
   if (plan.exec_paths.empty()) {
-    return Status::error("cannot execute " + quoted(spec.argv[0]) + ": not found in the PATH");
+    return Status::error("cannot execute " + cudaagent::quoted(spec.argv[0]) + ": not found in the PATH");
   }
-  UniqueFd stdin_ours, stdin_theirs, out_read, out_write, error_read, error_write, err_file;
+  UniqueFd stdin_ours, stdin_theirs, out_read, out_write, error_read, error_write;
   if (Status s = make_socketpair(stdin_ours, stdin_theirs); !s) return s;
   if (Status s = process_detail::make_pipe(out_read, out_write); !s) return s;
   if (Status s = process_detail::make_pipe(error_read, error_write); !s) return s;
-  const char* err_path = stderr_path.empty() ? "/dev/null" : stderr_path.c_str();
-  err_file.reset(::open(err_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-  if (!err_file.is_open()) return Status::error("cannot open " + quoted(err_path) + ": " + errno_text(errno));
-  if (err_file.get() <= 2) {
-    err_file.reset(::fcntl(err_file.get(), F_DUPFD_CLOEXEC, 3));
-    if (!err_file.is_open()) return Status::error("cannot move a descriptor: " + errno_text(errno));
-  }
+  // Above stdio, so that the child's dup2 onto 0-2 cannot clobber it.
+  UniqueFd err_file(::fcntl(err_fd, F_DUPFD_CLOEXEC, 3));
+  if (!err_file.is_open()) return Status::error("cannot duplicate a descriptor: " + errno_text(errno));
   plan.stdin_fd = stdin_theirs.get();
   plan.stdout_fd = out_write.get();
   plan.stderr_fd = err_file.get();
@@ -109,7 +126,11 @@ Result<Subprocess> Subprocess::spawn(const ProcessSpec& spec, const std::string&
   stdin_theirs.reset();
   out_write.reset();
   error_write.reset();
-  err_file.reset();
+  if (keep) {
+    process.stderr_fd_ = err_file.release();  // the memfd: one file, shared with the child
+  } else {
+    err_file.reset();
+  }
 
   // A successful execve closes the error pipe (EOF); a child that gave up wrote its report first.
   // Another thread's fork may hold a copy of the write end, so wait a bounded time only.
@@ -184,6 +205,49 @@ void Subprocess::kill() {
   if (stdout_fd_ >= 0) ::close(std::exchange(stdout_fd_, -1));
   pending_.clear();
   child_.reset();  // SIGKILL to the group, reap
+}
+
+std::optional<ProcessResult> Subprocess::finish(double grace_seconds) {
+  if (child_ == nullptr) return std::nullopt;
+  const TimePoint deadline = after(SteadyClock::now(), grace_seconds);
+  while (!child_->has_exited()) {
+    const int ms = remaining_ms(deadline);
+    if (ms == 0) break;
+    if (child_->pidfd() >= 0) {
+      pollfd watch{child_->pidfd(), POLLIN, 0};  // readable once the child has exited
+      ::poll(&watch, 1, ms);
+    } else {
+      const timespec pause{0, 10'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+  // The leader is not reaped yet, so the group id cannot have been reused.
+  child_->signal_all(SIGKILL);
+  int status = 0;
+  std::optional<ProcessResult> result;
+  if (child_->reap(&status, nullptr)) {
+    result.emplace();
+    if (WIFEXITED(status)) {
+      result->outcome = ProcessResult::Outcome::kExited;
+      result->exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      result->outcome = ProcessResult::Outcome::kSignaled;
+      result->signal = WTERMSIG(status);
+    }
+  }
+  kill();  // the descriptors, and the rest of the group
+  return result;
+}
+
+std::string Subprocess::stderr_tail(std::size_t max_bytes) const {
+  if (stderr_fd_ < 0) return {};
+  const off_t size = ::lseek(stderr_fd_, 0, SEEK_END);
+  if (size <= 0) return {};
+  const off_t from = std::max<off_t>(0, size - static_cast<off_t>(max_bytes));
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  const ssize_t n = ::pread(stderr_fd_, text.data(), text.size(), from);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
 }
 
 pid_t Subprocess::pid() const { return running() ? child_->pid() : -1; }

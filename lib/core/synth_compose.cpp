@@ -507,7 +507,8 @@ Status Composer::finish(Composition& c, Rng& rng) const {
   lo = std::min(lo, hi);
   auto cap = [&](const Line& line, double limit) {
     if (line.slope <= 0) return std::numeric_limits<std::int64_t>::max();
-    return static_cast<std::int64_t>(std::floor((limit - line.base) / line.slope)) + 1;
+    const double batches = std::floor((limit - line.base) / line.slope) + 1;
+    return static_cast<std::int64_t>(std::clamp(batches, -1.0, 1e15));
   };
   hi = std::min(hi, cap(memory, settings_.memory_bytes));
   for (const Line& t : tensors) hi = std::min(hi, cap(t, static_cast<double>(kMaxElements)));

@@ -6,8 +6,6 @@
 #include "cudaagent/verify.h"
 
 #include <simdjson.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -99,31 +97,6 @@ std::vector<std::string> harness_env(const std::string& home) {
     env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
   }
   return env;
-}
-
-// Reads a file the candidate's process wrote, as hostile input: never through a symlink (it could
-// point at the comparator's own files), never a FIFO or device (opening one would block us), at
-// most max_bytes. False when it is not a regular file of acceptable size.
-bool read_candidate_file(const std::string& path, std::string& bytes, std::size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            static_cast<std::uint64_t>(st.st_size) <= max_bytes;
-  bytes.clear();
-  char buffer[65536];
-  while (ok) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = n == 0;
-      break;
-    }
-    bytes.append(buffer, static_cast<std::size_t>(n));
-    ok = bytes.size() <= max_bytes;
-  }
-  ::close(fd);
-  return ok;
 }
 
 // Bump when the judgement rules change, so stored verdicts of older rules are not reused.
@@ -503,7 +476,9 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   std::string report_text;
   simdjson::dom::parser parser;
   simdjson::dom::object report;
-  const bool has_report = read_candidate_file(cand + "/report.json", report_text, 1u << 20) &&
+  // As hostile input: never through a symlink (it could point at the comparator's own files),
+  // never a FIFO or device (opening one would block us), size-capped.
+  const bool has_report = read_untrusted_file(cand + "/report.json", 1u << 20, report_text) &&
                           !parser.parse(report_text).get(report);
   if (has_report) {
     simdjson::dom::array layers;

@@ -16,7 +16,7 @@
 #include "cudaagent/record_sink.h"
 #include "cudaagent/record_stage.h"
 #include "cudaagent/result_store.h"
-#include "cudaagent/sandbox.h"
+#include "cudaagent/sandbox_runner.h"
 #include "cudaagent/workspace.h"
 
 namespace cudaagent {
@@ -28,102 +28,19 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  dirs += ":/usr/local/cuda/bin";
-  std::size_t start = 0;
-  while (start < dirs.size()) {
-    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string candidate = dirs.substr(start, end - start) + "/" + name;
-    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return {};
-}
-
-// Read-only paths every sandboxed Python (and compiler) needs besides the system: the interpreter's
-// prefix, torch's site-packages, the CUDA toolkit.
-std::vector<std::string> runtime_paths(const TorchEnv& torch) {
-  std::vector<std::string> paths = sandbox_system_paths();
-  const fs::path python = torch.python;
-  paths.push_back(python.parent_path().parent_path().string());
-  paths.insert(paths.end(), torch.prefixes.begin(), torch.prefixes.end());
-  for (const auto& include : torch.include_paths) {
-    const fs::path path(include);
-    // .../site-packages/torch/include -> .../site-packages
-    if (path.filename() == "include" && path.parent_path().filename() == "torch") {
-      paths.push_back(path.parent_path().parent_path().string());
-    }
-  }
-  for (const auto& library : torch.library_paths) paths.push_back(library);
-  paths.push_back("/usr/local/cuda");
-  // The compilers may live outside the system paths (a toolkit under /opt, nvcc from a wheel):
-  // bind the installation each one comes from, found the way the build will find it.
-  for (const char* tool : {"nvcc", "g++"}) {
-    if (const std::string found = find_in_path(tool); !found.empty()) {
-      std::error_code error;
-      const fs::path real = fs::canonical(found, error);
-      if (!error) paths.push_back(real.parent_path().parent_path().string());
-      paths.push_back(fs::path(found).parent_path().parent_path().string());
-    }
-  }
-  std::sort(paths.begin(), paths.end());
-  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-  return paths;
-}
-
-std::vector<std::string> gpu_devices() {
-  std::vector<std::string> devices;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator("/dev", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("nvidia", 0) == 0 && !entry.is_directory(error)) {
-      devices.push_back(entry.path().string());
-    }
-  }
-  return devices;
-}
-
 // Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
 Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& session) {
-  if (options.no_sandbox) {
-    if (!options.allow_unsandboxed) {
-      return Status::error("--no-sandbox runs candidate code with no isolation; add "
-                           "--allow-unsandboxed to confirm");
-    }
-    session.log.warn("running candidate code WITHOUT the OS sandbox (--no-sandbox)");
-    options.settings.sandbox_summary = "none (--no-sandbox)";
-    return Status::ok();
-  }
-  const SandboxProbe probe = probe_sandbox(options.bwrap);
-  if (!probe.meets_minimum()) {
-    if (!options.allow_unsandboxed) {
-      std::string why = "the OS sandbox is below the minimum for untrusted code (" + probe.summary() + ")";
-      for (const auto& note : probe.notes) why += "; " + note;
-      return Status::error(why + "; pass --allow-unsandboxed to run anyway (never for rewards)");
-    }
-    session.log.warn("sandbox below the minimum (" + probe.summary() + "); running anyway");
-    options.settings.sandbox_summary = probe.summary() + " (below minimum, allowed)";
-    return Status::ok();
-  }
-  options.settings.sandbox_summary = probe.summary();
-  SandboxPolicy base;
-  base.read_only = runtime_paths(torch);
-  base.read_only.push_back(share_dir() + "/harness");
-  if (options.settings.device == "cuda") {
-    base.devices = gpu_devices();
-    base.bind_sys = true;
-  }
-  options.settings.sandbox = [base, probe](const ProcessSpec& inner,
-                                           const std::vector<std::string>& readable,
-                                           const std::vector<std::string>& writable)
-      -> Result<SandboxCommand> {
-    SandboxPolicy policy = base;
-    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
-    policy.writable = writable;
-    return sandbox_command(inner, policy, probe);
-  };
+  SandboxRequest request;
+  request.bwrap = options.bwrap;
+  request.allow_unsandboxed = options.allow_unsandboxed;
+  request.no_sandbox = options.no_sandbox;
+  request.read_only = torch_runtime_paths(torch);
+  request.read_only.push_back(share_dir() + "/harness");
+  request.gpu = options.settings.device == "cuda";
+  auto choice = choose_sandbox(request, session.log);
+  if (!choice) return choice.status();
+  options.settings.sandbox = std::move(choice.value().wrap);
+  options.settings.sandbox_summary = choice.value().summary;
   return Status::ok();
 }
 
@@ -181,6 +98,15 @@ class VerifyStage final : public RecordStage {
   Session& session_;
 };
 
+// Writes one record and flushes it: the directory modes release each record as it is made.
+// nullopt when written; else how the run ends: kPipeClosed when the reader went away, or why not.
+std::optional<Result<StageEnd>> write_and_flush(RecordSink& sink, const std::string& line) {
+  Status status = sink.write(line);
+  if (status) status = sink.flush();
+  if (status) return std::nullopt;
+  return sink.pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+}
+
 Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Session& session) {
   auto sink = RecordSink::open(options.common.output);
   if (!sink) return sink.status();
@@ -211,12 +137,7 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
                        " (" + outcome.value().reason + ")");
       line = verified_record(request.id, request.workspace_dir, task_source, outcome.value());
     }
-    if (auto status = sink.value().write(line); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
-    if (auto status = sink.value().flush(); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
+    if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
   if (auto status = sink.value().commit(); !status) return status;
   return StageEnd::kCompleted;
@@ -263,12 +184,7 @@ Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
       json.end_object().end_object();
       line.push_back('\n');
     }
-    if (auto status = sink.value().write(line); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
-    if (auto status = sink.value().flush(); !status) {
-      return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
-    }
+    if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
   if (auto status = sink.value().commit(); !status) return status;
   return StageEnd::kCompleted;

@@ -22,7 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "test_support.h"
+
 using cudaagent::ProcessResult;
+using cudaagent::testing::TempDir;
 using cudaagent::ProcessSpec;
 using Outcome = cudaagent::ProcessResult::Outcome;
 
@@ -100,18 +103,6 @@ std::string pattern_bytes(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>((i * 7 + i / 4096) % 251);
   return bytes;
 }
-
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "cudaagent-process-XXXXXX");
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::filesystem::path path;
-};
 
 }  // namespace
 
@@ -296,12 +287,12 @@ TEST_CASE("RLIMIT_CPU ends a busy loop with SIGXCPU") {
 TEST_CASE("RLIMIT_FSIZE stops a large write with SIGXFSZ") {
   TempDir dir;
   ProcessSpec spec = shell("exec head -c 100000 /dev/zero > big");
-  spec.working_dir = dir.path.string();
+  spec.working_dir = dir.path().string();
   spec.limits.file_size_bytes = 4096;
   const ProcessResult r = run(spec);
   CHECK(r.outcome == Outcome::kSignaled);
   CHECK(r.signal == SIGXFSZ);
-  CHECK(std::filesystem::file_size(dir.path / "big") == 4096);
+  CHECK(std::filesystem::file_size(dir.path() / "big") == 4096);
 }
 
 TEST_CASE("RLIMIT_AS makes a big allocation fail") {
@@ -431,7 +422,7 @@ TEST_CASE("a program that cannot be executed is a spawn failure, not an error") 
   CHECK(cudaagent::outcome_name(r.outcome) == "spawn_failed");
 
   TempDir dir;
-  const std::string not_executable = (dir.path / "data").string();
+  const std::string not_executable = (dir.path() / "data").string();
   std::ofstream(not_executable) << "#!/bin/sh\n";
   spec.argv = {not_executable};
   r = run(spec);
@@ -444,11 +435,11 @@ TEST_CASE("working_dir is honoured, and a missing one is a spawn failure") {
   TempDir dir;
   ProcessSpec spec;
   spec.argv = {"/bin/pwd"};
-  spec.working_dir = dir.path.string();
+  spec.working_dir = dir.path().string();
   ProcessResult r = run(spec);
-  CHECK(r.out == std::filesystem::canonical(dir.path).string() + "\n");
+  CHECK(r.out == std::filesystem::canonical(dir.path()).string() + "\n");
 
-  spec.working_dir = (dir.path / "missing").string();
+  spec.working_dir = (dir.path() / "missing").string();
   r = run(spec);
   CHECK(r.outcome == Outcome::kSpawnFailed);
   CHECK(r.spawn_error.find("cannot change to directory") != std::string::npos);
@@ -467,10 +458,10 @@ TEST_CASE("the child inherits no descriptors beyond stdin, stdout and stderr") {
 
 TEST_CASE("inherit_fds hands descriptors over at the numbers asked for, even crosswise") {
   TempDir dir;
-  std::ofstream(dir.path / "a") << "alpha";
-  std::ofstream(dir.path / "b") << "beta";
-  const int a = ::open((dir.path / "a").c_str(), O_RDONLY | O_CLOEXEC);
-  const int b = ::open((dir.path / "b").c_str(), O_RDONLY | O_CLOEXEC);
+  std::ofstream(dir.path() / "a") << "alpha";
+  std::ofstream(dir.path() / "b") << "beta";
+  const int a = ::open((dir.path() / "a").c_str(), O_RDONLY | O_CLOEXEC);
+  const int b = ::open((dir.path() / "b").c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(a >= 3);
   REQUIRE(b >= 3);
   // Swapping a and b makes each source sit on the other's target: a naive dup2 order would

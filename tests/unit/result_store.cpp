@@ -23,33 +23,16 @@
 
 #include "cudaagent/sha256.h"
 #include "cudaagent/sqlite.h"
+#include "test_support.h"
 
 using cudaagent::ResultStore;
 using cudaagent::StoredResult;
 
 namespace {
 
+using cudaagent::testing::TempDir;
+
 using Clock = std::chrono::steady_clock;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "cudaagent-store-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 ResultStore open_or_fail(const std::string& path,
                          const cudaagent::ResultStoreOptions& options = {}) {

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "test_support.h"
+
 using cudaagent::Database;
 using cudaagent::DatabaseOptions;
 using cudaagent::Migration;
@@ -20,25 +22,7 @@ using cudaagent::Transaction;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "cudaagent-sqlite-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using cudaagent::testing::TempDir;
 
 Database open_or_fail(const std::string& path, const DatabaseOptions& options = {}) {
   auto db = Database::open(path, options);

@@ -5,18 +5,24 @@
 
 #include "cudaagent/paths.h"
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 namespace cudaagent::testing {
 
-// A fresh directory under the system temp dir, removed with everything in it on destruction.
+// A fresh directory under the system temp dir, removed with everything in it on destruction. A
+// directory that cannot be made throws, which fails the test case that wanted it.
 class TempDir {
  public:
   TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "cudaagent-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+    }
+    path_ = pattern;
   }
   ~TempDir() {
     std::error_code ignored;

@@ -2,7 +2,10 @@
 // examples) and caches live, so tools work from the build tree, from an install, and on a cluster.
 #pragma once
 
+#include <cstddef>
 #include <string>
+
+#include "cudaagent/status.h"
 
 namespace cudaagent {
 
@@ -22,5 +25,11 @@ bool write_file_atomically(const std::string& path, const std::string& bytes);
 
 // The whole file, or nothing when it cannot be read.
 bool read_whole_file(const std::string& path, std::string& bytes);
+
+// Reads a file that an untrusted process wrote: it must be a regular file of at most `max_bytes`,
+// and its final path component must not be a symbolic link (earlier components are the caller's
+// to secure). Never blocks on a FIFO. A Status saying what was wrong otherwise ("'x': is a
+// symbolic link", "'x': 5000000 bytes, more than the limit of 1048576").
+Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::string& bytes);
 
 }  // namespace cudaagent

@@ -1,12 +1,14 @@
 // The driver shared by every per-record stage: read records from the inputs, validate them, hand
 // each well-formed one to the stage, and write the record with the stage's key added (or an error
 // record), in input order. Malformed lines become error records; the bad-line cap, sharding,
-// progress, signals and the "durable before released" hook are handled here once.
+// progress, signals, --jobs worker threads and the "durable before released" hook are handled
+// here once.
 #pragma once
 
 #include <simdjson.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -49,8 +51,25 @@ class RecordStage {
   // The stage's name in error records and its top-level key ("reward").
   virtual std::string_view key() const = 0;
   virtual RecordEdit process(const InputRecord& record) = 0;
-  // Called before a batch of outputs is written downstream; a stage with a store commits here,
-  // so nothing is released that is not durable. A failure ends the run (exit 1).
+
+  // Work that computes one record's edit away from the driver's thread.
+  using Work = std::function<RecordEdit()>;
+  // For stages whose per-record work is slow and independent (a sandboxed process per record).
+  // Called in the driver's thread, in input order, before process(): a non-empty Work replaces
+  // process() for this record. With --jobs N > 1 the driver runs works on N worker threads while
+  // it reads on (at most 4 N records in flight) and still writes every output in input order;
+  // with --jobs 1 it runs each work at once in its own thread. A work must not refer to `record`
+  // (its memory is reused when prepare returns: copy what it needs) and must be safe to run
+  // beside other works and beside before_release(). On a stop signal, works not yet started are
+  // dropped and running ones are waited for. The default returns an empty Work.
+  virtual Work prepare(const InputRecord& record) {
+    (void)record;
+    return {};
+  }
+
+  // Called in the driver's thread before a batch of outputs is written downstream, once the
+  // works of every record in the batch have returned; a stage with a store commits here, so
+  // nothing is released that is not durable. A failure ends the run (exit 1).
   virtual Status before_release() { return Status::ok(); }
 };
 

@@ -12,7 +12,7 @@
 #include "cudaagent/extension_build.h"
 #include "cudaagent/harness_worker.h"
 #include "cudaagent/result_store.h"
-#include "cudaagent/sandbox.h"
+#include "cudaagent/sandbox_runner.h"
 #include "cudaagent/session.h"
 #include "cudaagent/status.h"
 #include "cudaagent/tensor_compare.h"
@@ -36,9 +36,7 @@ struct VerifySettings {
   // Wraps a process in the OS sandbox: it may read `readable` (besides the system and the
   // harness) and write only `writable`. Not set: processes run unsandboxed (the tool refuses that
   // unless the user asks for it).
-  std::function<Result<SandboxCommand>(const ProcessSpec&, const std::vector<std::string>& readable,
-                                       const std::vector<std::string>& writable)>
-      sandbox;
+  SandboxWrapper sandbox;
   std::string sandbox_summary = "none";
 };
 

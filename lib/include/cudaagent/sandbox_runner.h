@@ -1,0 +1,54 @@
+// How a stage runs untrusted Python (and compilers) under the OS sandbox: the decision every such
+// stage makes once at start (probe; refuse below the minimum unless the user allowed it), and the
+// read-only paths a torch interpreter and the GPU need inside. Shared by verify and filter.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cudaagent/process.h"
+#include "cudaagent/sandbox.h"
+#include "cudaagent/session.h"
+#include "cudaagent/status.h"
+#include "cudaagent/torch_env.h"
+
+namespace cudaagent {
+
+// Wraps one process in the sandbox: the command it returns may read `readable` (besides what the
+// wrapper binds for everyone) and write only `writable`; the caller spawns it (run_process,
+// Subprocess, HarnessWorker). A Status when the sandbox could not be built.
+using SandboxWrapper = std::function<Result<SandboxCommand>(
+    const ProcessSpec& spec, const std::vector<std::string>& readable,
+    const std::vector<std::string>& writable)>;
+
+struct SandboxRequest {
+  std::string bwrap = "bwrap";
+  bool allow_unsandboxed = false;  // run even when the probe is below the minimum
+  bool no_sandbox = false;         // do not even try (needs allow_unsandboxed)
+  // Bound read-only for every process: torch_runtime_paths() and the harness, typically.
+  std::vector<std::string> read_only;
+  bool gpu = false;                    // bind the GPU device nodes and /sys
+};
+
+struct SandboxChoice {
+  SandboxWrapper wrap;  // empty: processes run unsandboxed (the user allowed it)
+  std::string summary;  // for logs and records: the probe's summary, or why there is none
+};
+
+// Probes the sandbox (unless no_sandbox) and returns the runner. A Status, with the probe's notes
+// and the flag that would override it, when the sandbox is below the minimum and unsandboxed
+// runs were not allowed, or when no_sandbox was asked without allow_unsandboxed. Logs a warning
+// on `log` when it lets code run without the sandbox. The wrapper is thread-safe.
+Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log);
+
+// The read-only paths a sandboxed torch interpreter and the compilers need besides the system:
+// sandbox_system_paths(), the interpreter's prefixes, torch's site-packages and libraries,
+// /usr/local/cuda, and the installations nvcc and g++ are found in (PATH, then
+// /usr/local/cuda/bin). Sorted, without duplicates.
+std::vector<std::string> torch_runtime_paths(const TorchEnv& torch);
+
+// The GPU device nodes (/dev/nvidia*, not directories), for SandboxPolicy::devices.
+std::vector<std::string> gpu_device_nodes();
+
+}  // namespace cudaagent

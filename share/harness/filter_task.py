@@ -1,0 +1,239 @@
+"""The filter's task process: runs one synthesized task (model.py with Model, get_inputs and
+get_init_inputs) inside the OS sandbox, in one of two modes.
+
+  check  builds the model, draws two input sets from fixed seeds, runs eager forward on the first
+         set twice and on the second once, then torch.compile on the first set (when asked and
+         torch has it). Writes out_a1.bin, out_a2.bin, out_b.bin and out_compile.bin in the
+         tensor file format; the trusted C++ side compares them (determinism, input dependence,
+         degenerate outputs, compile against eager) and decides.
+  time   builds the model again and times eager forward on the first input set: warm-up calls,
+         then timed calls until --runs samples or --budget-s seconds. The C++ side holds the
+         device's timing slot while this runs and computes the statistics from the samples.
+
+Both modes keep report.json in --out up to date (written whole, then renamed), so a process that
+hangs or dies still says which phase it was in. Task code runs in this process, so the report is
+read as untrusted data: validated, bounded, and never able to make a broken task pass the checks
+that the C++ side makes from the output files. Exit status: 0 done, 3 the task raised (the report
+says where), 4 torch could not be imported.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tensor_file  # noqa: E402  (our own module, from the harness directory only)
+
+MESSAGE_LIMIT = 2000
+
+
+class Report:
+    def __init__(self, out_dir, mode):
+        self.path = os.path.join(out_dir, "report.json")
+        self.data = {"mode": mode, "phase": "start", "done": False, "error": None,
+                     "torch": "", "has_compile": False, "inputs_equal": None, "compile": None,
+                     "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": []}
+        self.save()
+
+    def save(self):
+        temp = self.path + ".tmp"
+        with open(temp, "w") as out:
+            json.dump(self.data, out, allow_nan=False)
+        os.replace(temp, self.path)
+
+    def phase(self, name):
+        self.data["phase"] = name
+        self.save()
+
+    def fail(self, error):
+        message = f"{type(error).__name__}: {error}"
+        self.data["error"] = {"phase": self.data["phase"], "type": type(error).__name__,
+                              "message": message[:MESSAGE_LIMIT]}
+        self.save()
+
+
+def load_task(path):
+    spec = importlib.util.spec_from_file_location("cudaagent_filter_task", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_interface(task):
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(task, name):
+            raise AttributeError(f"model.py defines no {name}")
+        if not callable(getattr(task, name)):
+            raise TypeError(f"{name} in model.py is not callable")
+
+
+def as_list(value, name):
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}() returned {type(value).__name__}, not a list or tuple")
+    return list(value)
+
+
+def to_device(torch, values, device):
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def cloned(torch, values):
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def same_values(torch, a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.cpu(), y.cpu()):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def synchronize(torch, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def build(torch, report, args):
+    """Loads the task, builds the model and draws the inputs; returns (model, inputs_a, inputs_b)."""
+    report.phase("load")
+    task = load_task(args.task)
+    report.phase("interface")
+    check_interface(task)
+    report.phase("init")
+    torch.manual_seed(args.seed)
+    init_inputs = as_list(task.get_init_inputs(), "get_init_inputs")
+    model = task.Model(*init_inputs)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"Model(...) is a {type(model).__name__}, not a torch.nn.Module")
+    model = model.to(args.device)
+    report.phase("inputs")
+    torch.manual_seed(args.seed + 1)
+    inputs_a = to_device(torch, as_list(task.get_inputs(), "get_inputs"), args.device)
+    torch.manual_seed(args.seed + 2)
+    inputs_b = to_device(torch, as_list(task.get_inputs(), "get_inputs"), args.device)
+    return model, inputs_a, inputs_b
+
+
+def check(torch, report, args):
+    model, inputs_a, inputs_b = build(torch, report, args)
+    report.data["inputs_equal"] = same_values(torch, inputs_a, inputs_b)
+    report.phase("forward")
+    # The RNG is not reseeded between the calls: a forward that draws random numbers gives two
+    # different results for the same inputs. Each call gets its own copy of the inputs, so a
+    # forward that modifies its inputs does not change what the next call sees.
+    with torch.no_grad():
+        for name, inputs in (("out_a1", inputs_a), ("out_a2", inputs_a), ("out_b", inputs_b)):
+            output = model(*cloned(torch, inputs))
+            synchronize(torch, args.device)
+            tensor_file.write(torch, os.path.join(args.out, name + ".bin"), output)
+            del output
+    if args.compile and report.data["has_compile"]:
+        report.phase("compile")
+        started = time.perf_counter()
+        try:
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                output = compiled(*cloned(torch, inputs_a))
+            synchronize(torch, args.device)
+            tensor_file.write(torch, os.path.join(args.out, "out_compile.bin"), output)
+            report.data["compile"] = {"ok": True, "error": "",
+                                      "seconds": time.perf_counter() - started}
+        except Exception as error:  # a compile failure is a finding about the task, not a crash
+            message = f"{type(error).__name__}: {error}"
+            report.data["compile"] = {"ok": False, "error": message[:MESSAGE_LIMIT],
+                                      "seconds": time.perf_counter() - started}
+        report.save()
+
+
+def timed_call(torch, model, inputs, device):
+    synchronize(torch, device)
+    started = time.perf_counter()
+    model(*inputs)
+    synchronize(torch, device)
+    return (time.perf_counter() - started) * 1000.0
+
+
+def time_eager(torch, report, args):
+    model, inputs_a, _ = build(torch, report, args)
+    report.phase("warmup")
+    started = time.perf_counter()
+    slow = False
+    with torch.no_grad():
+        # At least --warmup calls and 0.2 s (caches, allocator, cuDNN choices settle), at most 1000.
+        calls = 0
+        while calls < args.warmup or (time.perf_counter() - started < 0.2 and calls < 1000):
+            ms = timed_call(torch, model, inputs_a, args.device)
+            calls += 1
+            report.data["warmup_calls"] = calls
+            report.data["warmup_max_ms"] = max(report.data["warmup_max_ms"], ms)
+            # Far beyond the window: one timed call says enough.
+            if args.slow_ms > 0 and ms > args.slow_ms:
+                slow = True
+                break
+        report.phase("timing")
+        started = time.perf_counter()
+        runs = 1 if slow else args.runs
+        while len(report.data["samples_ms"]) < runs:
+            report.data["samples_ms"].append(timed_call(torch, model, inputs_a, args.device))
+            if len(report.data["samples_ms"]) >= 3 and time.perf_counter() - started > args.budget_s:
+                break
+    report.save()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=("check", "time"), required=True)
+    parser.add_argument("--task", required=True, help="the task's model.py")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--budget-s", type=float, default=2.0)
+    parser.add_argument("--slow-ms", type=float, default=0.0)
+    args = parser.parse_args()
+    report = Report(args.out, args.mode)
+    report.phase("torch")
+    try:
+        import torch
+
+        if args.device == "cuda":
+            torch.cuda.init()  # before any task code: a device that will not start is ours to fix
+    except BaseException as error:
+        report.fail(error)
+        return 4
+    report.data["torch"] = str(torch.__version__)
+    report.data["has_compile"] = hasattr(torch, "compile")
+    try:
+        if args.mode == "check":
+            check(torch, report, args)
+        else:
+            time_eager(torch, report, args)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt from task code included
+        report.fail(error)
+        return 3
+    report.data["done"] = True
+    report.save()
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: a thread or atexit handler the task left behind can neither keep the process
+    # alive nor change its status once the report is complete.
+    os._exit(status)
