@@ -17,6 +17,7 @@
 #include "cudaagent/record_stage.h"
 #include "cudaagent/result_store.h"
 #include "cudaagent/sandbox.h"
+#include "cudaagent/sandbox_setup.h"
 #include "cudaagent/workspace.h"
 
 namespace cudaagent {
@@ -28,103 +29,12 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  dirs += ":/usr/local/cuda/bin";
-  std::size_t start = 0;
-  while (start < dirs.size()) {
-    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string candidate = dirs.substr(start, end - start) + "/" + name;
-    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return {};
-}
-
-// Read-only paths every sandboxed Python (and compiler) needs besides the system: the interpreter's
-// prefix, torch's site-packages, the CUDA toolkit.
-std::vector<std::string> runtime_paths(const TorchEnv& torch) {
-  std::vector<std::string> paths = sandbox_system_paths();
-  const fs::path python = torch.python;
-  paths.push_back(python.parent_path().parent_path().string());
-  paths.insert(paths.end(), torch.prefixes.begin(), torch.prefixes.end());
-  for (const auto& include : torch.include_paths) {
-    const fs::path path(include);
-    // .../site-packages/torch/include -> .../site-packages
-    if (path.filename() == "include" && path.parent_path().filename() == "torch") {
-      paths.push_back(path.parent_path().parent_path().string());
-    }
-  }
-  for (const auto& library : torch.library_paths) paths.push_back(library);
-  paths.push_back("/usr/local/cuda");
-  // The compilers may live outside the system paths (a toolkit under /opt, nvcc from a wheel):
-  // bind the installation each one comes from, found the way the build will find it.
-  for (const char* tool : {"nvcc", "g++"}) {
-    if (const std::string found = find_in_path(tool); !found.empty()) {
-      std::error_code error;
-      const fs::path real = fs::canonical(found, error);
-      if (!error) paths.push_back(real.parent_path().parent_path().string());
-      paths.push_back(fs::path(found).parent_path().parent_path().string());
-    }
-  }
-  std::sort(paths.begin(), paths.end());
-  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-  return paths;
-}
-
-std::vector<std::string> gpu_devices() {
-  std::vector<std::string> devices;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator("/dev", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("nvidia", 0) == 0 && !entry.is_directory(error)) {
-      devices.push_back(entry.path().string());
-    }
-  }
-  return devices;
-}
-
-// Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
+// Installs settings.sandbox from the probe, or explains why untrusted code cannot run
+// (lib/core/sandbox_setup.cpp, shared with cudaagent-profile).
 Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& session) {
-  if (options.no_sandbox) {
-    if (!options.allow_unsandboxed) {
-      return Status::error("--no-sandbox runs candidate code with no isolation; add "
-                           "--allow-unsandboxed to confirm");
-    }
-    session.log.warn("running candidate code WITHOUT the OS sandbox (--no-sandbox)");
-    options.settings.sandbox_summary = "none (--no-sandbox)";
-    return Status::ok();
-  }
-  const SandboxProbe probe = probe_sandbox(options.bwrap);
-  if (!probe.meets_minimum()) {
-    if (!options.allow_unsandboxed) {
-      std::string why = "the OS sandbox is below the minimum for untrusted code (" + probe.summary() + ")";
-      for (const auto& note : probe.notes) why += "; " + note;
-      return Status::error(why + "; pass --allow-unsandboxed to run anyway (never for rewards)");
-    }
-    session.log.warn("sandbox below the minimum (" + probe.summary() + "); running anyway");
-    options.settings.sandbox_summary = probe.summary() + " (below minimum, allowed)";
-    return Status::ok();
-  }
-  options.settings.sandbox_summary = probe.summary();
-  SandboxPolicy base;
-  base.read_only = runtime_paths(torch);
-  base.read_only.push_back(share_dir() + "/harness");
-  if (options.settings.device == "cuda") {
-    base.devices = gpu_devices();
-    base.bind_sys = true;
-  }
-  options.settings.sandbox = [base, probe](const ProcessSpec& inner,
-                                           const std::vector<std::string>& readable,
-                                           const std::vector<std::string>& writable)
-      -> Result<SandboxCommand> {
-    SandboxPolicy policy = base;
-    policy.read_only.insert(policy.read_only.end(), readable.begin(), readable.end());
-    policy.writable = writable;
-    return sandbox_command(inner, policy, probe);
-  };
-  return Status::ok();
+  const SandboxChoice choice{options.no_sandbox, options.allow_unsandboxed, options.bwrap};
+  return make_sandbox_hook(choice, torch, options.settings.device, session, options.settings.sandbox,
+                           options.settings.sandbox_summary);
 }
 
 std::string verified_record(const std::string& id, const std::string& workspace,
