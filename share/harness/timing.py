@@ -131,7 +131,7 @@ class Session:
     # Inputs: the task's own get_inputs(), seeded, made on the device where torch can.
     def make_inputs(self, seed):
         torch = self.torch
-        torch.manual_seed(int(seed))
+        torch.manual_seed(int(seed) % (1 << 63))
         if self.cuda and hasattr(torch, "device") and hasattr(torch.device("cuda"), "__enter__"):
             with torch.device("cuda"):
                 inputs = list(self.task.get_inputs())
@@ -142,7 +142,7 @@ class Session:
     def build(self, seed):
         torch, args = self.torch, self.args
         if args.role == "baseline":
-            torch.manual_seed(int(seed))
+            torch.manual_seed(int(seed) % (1 << 63))
             init_inputs = list(self.task.get_init_inputs())
             model = self.task.Model(*init_inputs).to(args.device).eval()
             torch.save(model.state_dict(), os.path.join(args.state, "state.pt"))
