@@ -136,7 +136,8 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   }
   json.field("pairing", baselines_cached ? "unpaired: baselines from the store"
                                          : "paired: baselines in alternating rounds");
-  json.key("baselines").begin_object().field("source", baselines_cached ? "store" : "measured");
+  json.key("baselines").begin_object().field(
+      "source", baselines_cached ? "store" : baselines.eager.empty() ? "not measured" : "measured");
   json.field("key", baseline_key).field("stored", baselines_stored);
   json.field("calls_per_round", baselines.calls_per_round);
   json.field("input_bytes", baselines.input_bytes).field("output_bytes", baselines.output_bytes);
