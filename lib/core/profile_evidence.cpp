@@ -204,7 +204,10 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.compare.atol).field("rtol", s.compare.rtol);
   json.field("sandbox", s.sandbox_summary).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());
-  if (torch != nullptr) json.field("torch", torch->torch_version).field("python", torch->python_version);
+  if (torch != nullptr) {
+    json.field("torch", torch->torch_version).field("torch_cuda", torch->torch_cuda);
+    json.field("python", torch->python_version);
+  }
   json.end_object();
   json.key("timings_s").begin_object();
   for (const auto& [phase, seconds] : timings) json.field(phase, seconds);

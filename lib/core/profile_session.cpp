@@ -208,6 +208,14 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
   auto opened_base = baseline_worker.open_session(timing_job("baseline", paired ? s_.compile_mode : "none"));
   if (!opened_base) return Status::error("baseline worker: " + opened_base.status().message());
   HarnessSession& base = opened_base.value();
+  // Whatever ends the run, a session still open is asked to exit rather than killed, so the
+  // baseline's warm worker survives a candidate's failure.
+  struct ExitAtEnd {
+    HarnessSession* session = nullptr;
+    ~ExitAtEnd() {
+      if (session != nullptr && !session->ended() && session->send("{\"cmd\":\"exit\"}")) (void)session->close(10);
+    }
+  } base_exit{&base};
   const auto seed = [&] { return rng_() & ((1ull << 62) - 1); };
   std::string command;
   {
