@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <random>
+#include <utility>
 
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
@@ -37,6 +38,31 @@ std::string log_tail(const std::string& path) {
 }
 
 constexpr std::size_t kMaxAnswerBytes = std::size_t{16} << 20;
+
+// Reads how a job's child ended from the worker's final answer. False when it says neither.
+bool read_answer(simdjson::dom::object answer, ProcessResult& result) {
+  std::int64_t code = -1;
+  if (!answer["exit"].get(code)) {
+    result.outcome = ProcessResult::Outcome::kExited;
+    result.exit_code = static_cast<int>(code);
+  } else if (!answer["signal"].get(code)) {
+    result.outcome = ProcessResult::Outcome::kSignaled;
+    result.signal = static_cast<int>(code);
+  } else {
+    return false;
+  }
+  std::string_view output;
+  if (!answer["output"].get(output)) result.err = std::string(output);
+  bool truncated = false;
+  if (!answer["truncated"].get(truncated)) result.err_truncated = truncated;
+  double value = 0;
+  if (!answer["wall_seconds"].get(value)) result.wall_seconds = value;
+  if (!answer["user_cpu_seconds"].get(value)) result.user_cpu_seconds = value;
+  if (!answer["system_cpu_seconds"].get(value)) result.system_cpu_seconds = value;
+  std::int64_t rss = 0;
+  if (!answer["max_rss_bytes"].get(rss) && rss > 0) result.max_rss_bytes = static_cast<std::uint64_t>(rss);
+  return true;
+}
 
 }  // namespace
 
@@ -105,9 +131,8 @@ Result<double> HarnessWorker::warm_up() {
   return since(started);
 }
 
-Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
-  if (auto warm = warm_up(); !warm) return warm.status();
-  const std::string nonce = make_nonce();
+std::string HarnessWorker::request_json(const HarnessJob& job, const std::string& nonce,
+                                        bool interactive) const {
   std::string request;
   JsonWriter out(request);
   out.begin_object().field("job", nonce).field("script", job.script);
@@ -123,8 +148,17 @@ Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
   if (job.limits.file_size_bytes) {
     out.field("file_size_bytes", static_cast<std::int64_t>(*job.limits.file_size_bytes));
   }
-  out.end_object().field("output_cap", static_cast<std::int64_t>(job.output_cap)).end_object();
+  out.end_object().field("output_cap", static_cast<std::int64_t>(job.output_cap));
+  if (interactive) out.field("interactive", true);
+  out.end_object();
   request.push_back('\n');
+  return request;
+}
+
+Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
+  if (auto warm = warm_up(); !warm) return warm.status();
+  const std::string nonce = make_nonce();
+  const std::string request = request_json(job, nonce, false);
 
   ProcessResult result;
   const auto started = SteadyClock::now();
@@ -160,28 +194,130 @@ Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
     process_.reset();
     return Status::error("the harness worker answered something that is not this job's answer");
   }
-  std::int64_t code = -1;
-  if (!answer["exit"].get(code)) {
-    result.outcome = ProcessResult::Outcome::kExited;
-    result.exit_code = static_cast<int>(code);
-  } else if (!answer["signal"].get(code)) {
-    result.outcome = ProcessResult::Outcome::kSignaled;
-    result.signal = static_cast<int>(code);
-  } else {
+  if (!read_answer(answer, result)) {
     process_.reset();
     return Status::error("the harness worker's answer says neither exit nor signal");
   }
-  std::string_view output;
-  if (!answer["output"].get(output)) result.err = std::string(output);
-  bool truncated = false;
-  if (!answer["truncated"].get(truncated)) result.err_truncated = truncated;
-  double value = 0;
-  if (!answer["wall_seconds"].get(value)) result.wall_seconds = value;
-  if (!answer["user_cpu_seconds"].get(value)) result.user_cpu_seconds = value;
-  if (!answer["system_cpu_seconds"].get(value)) result.system_cpu_seconds = value;
-  std::int64_t rss = 0;
-  if (!answer["max_rss_bytes"].get(rss) && rss > 0) result.max_rss_bytes = static_cast<std::uint64_t>(rss);
   return result;
+}
+
+Result<HarnessSession> HarnessWorker::open_session(const HarnessJob& job) {
+  if (auto warm = warm_up(); !warm) return warm.status();
+  const std::string nonce = make_nonce();
+  const std::string request = request_json(job, nonce, true);
+  if (Status sent = process_->send(request, 10); !sent) {
+    if (Status status = start(); !status) return status;
+    if (Status again = process_->send(request, 10); !again) return again;
+  }
+  return HarnessSession(this, nonce, std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count());
+}
+
+HarnessSession::HarnessSession(HarnessWorker* worker, std::string nonce, double started)
+    : worker_(worker), nonce_(std::move(nonce)), started_(started) {}
+
+HarnessSession::HarnessSession(HarnessSession&& other) noexcept
+    : worker_(std::exchange(other.worker_, nullptr)),
+      nonce_(std::move(other.nonce_)),
+      started_(other.started_) {}
+
+HarnessSession& HarnessSession::operator=(HarnessSession&& other) noexcept {
+  if (this != &other) {
+    abort();
+    worker_ = std::exchange(other.worker_, nullptr);
+    nonce_ = std::move(other.nonce_);
+    started_ = other.started_;
+  }
+  return *this;
+}
+
+HarnessSession::~HarnessSession() { abort(); }
+
+void HarnessSession::abort() {
+  if (worker_ != nullptr) worker_->process_.reset();
+  worker_ = nullptr;
+}
+
+Status HarnessSession::send(std::string_view line, double timeout_seconds) {
+  if (worker_ == nullptr || !worker_->process_) return Status::error("the timing session has ended");
+  std::string message;
+  JsonWriter out(message);
+  out.begin_object().field("job", nonce_).field("send", line).end_object();
+  message.push_back('\n');
+  if (Status sent = worker_->process_->send(message, timeout_seconds); !sent) {
+    abort();
+    return sent;
+  }
+  return Status::ok();
+}
+
+Result<HarnessSession::Message> HarnessSession::receive(double timeout_seconds) {
+  Message message;
+  if (worker_ == nullptr || !worker_->process_) return Status::error("the timing session has ended");
+  auto line = worker_->process_->receive_line(timeout_seconds, kMaxAnswerBytes);
+  if (!line) {
+    abort();
+    return line.status();
+  }
+  const double now = std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+  switch (line.value().kind) {
+    case Subprocess::Line::Kind::kTimeout: return message;
+    case Subprocess::Line::Kind::kClosed:
+      abort();
+      message.kind = Message::Kind::kEnded;
+      message.result.outcome = ProcessResult::Outcome::kSignaled;
+      message.result.signal = SIGKILL;
+      message.result.err = "the harness worker died during the session";
+      message.result.wall_seconds = now - started_;
+      return message;
+    case Subprocess::Line::Kind::kTooLong:
+      abort();
+      return Status::error("the harness worker sent a line over the size limit");
+    case Subprocess::Line::Kind::kLine: break;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::object answer;
+  std::string_view job_id;
+  if (parser.parse(line.value().text).get(answer) || answer["job"].get(job_id) || job_id != nonce_) {
+    abort();
+    return Status::error("the harness worker answered something that is not this session's");
+  }
+  std::string_view text;
+  if (!answer["line"].get(text)) {
+    message.kind = Message::Kind::kLine;
+    message.text = std::string(text);
+    return message;
+  }
+  message.kind = Message::Kind::kEnded;
+  if (!read_answer(answer, message.result)) {
+    abort();
+    return Status::error("the harness worker's answer says neither exit nor signal");
+  }
+  worker_ = nullptr;  // the worker is free for the next job
+  return message;
+}
+
+Result<ProcessResult> HarnessSession::close(double timeout_seconds) {
+  if (worker_ == nullptr) return Status::error("the timing session has ended");
+  std::string message;
+  JsonWriter out(message);
+  out.begin_object().field("job", nonce_).field("close", true).end_object();
+  message.push_back('\n');
+  (void)worker_->process_->send(message, 10);
+  const auto deadline = SteadyClock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (true) {
+    const double left = std::chrono::duration<double>(deadline - SteadyClock::now()).count();
+    if (left <= 0) {
+      abort();
+      ProcessResult result;
+      result.outcome = ProcessResult::Outcome::kTimedOut;
+      result.signal = SIGKILL;
+      result.timeout_seconds = timeout_seconds;
+      return result;
+    }
+    auto received = receive(left);
+    if (!received) return received.status();
+    if (received.value().kind == Message::Kind::kEnded) return received.value().result;
+  }
 }
 
 }  // namespace cudaagent

@@ -16,7 +16,7 @@
 #include "cudaagent/record_sink.h"
 #include "cudaagent/record_stage.h"
 #include "cudaagent/result_store.h"
-#include "cudaagent/sandbox_runner.h"
+#include "cudaagent/sandbox_setup.h"
 #include "cudaagent/workspace.h"
 
 namespace cudaagent {
@@ -30,18 +30,9 @@ bool is_directory(const std::string& path) {
 
 // Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
 Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& session) {
-  SandboxRequest request;
-  request.bwrap = options.bwrap;
-  request.allow_unsandboxed = options.allow_unsandboxed;
-  request.no_sandbox = options.no_sandbox;
-  request.read_only = torch_runtime_paths(torch);
-  request.read_only.push_back(share_dir() + "/harness");
-  request.gpu = options.settings.device == "cuda";
-  auto choice = choose_sandbox(request, session.log);
-  if (!choice) return choice.status();
-  options.settings.sandbox = std::move(choice.value().wrap);
-  options.settings.sandbox_summary = choice.value().summary;
-  return Status::ok();
+  const SandboxFlags flags{options.no_sandbox, options.allow_unsandboxed, options.bwrap};
+  return make_sandbox_hook(flags, torch, options.settings.device, session, options.settings.sandbox,
+                           options.settings.sandbox_summary);
 }
 
 std::string verified_record(const std::string& id, const std::string& workspace,

@@ -13,13 +13,24 @@ the reply on stdout: {"job": NONCE, "exit": CODE} or {"job": NONCE, "signal": N}
 "wall_seconds", "user_cpu_seconds", "system_cpu_seconds", "max_rss_bytes". The parent is not
 dumpable, and a child keeps none of its descriptors, so job code cannot write on this channel;
 the verifier's timeouts and verdicts never depend on it anyway, beyond "how did the child end".
+
+Interactive jobs ("interactive": true, for cudaagent-profile's timing sessions): the child also
+gets a command pipe as its stdin and a reply pipe as fd 3 (its sys.argv is followed by nothing
+new: the script knows to answer on fd 3). While the child runs, each driver line
+{"job": NONCE, "send": TEXT} is written to the child's stdin as TEXT + newline, and
+{"job": NONCE, "close": true} closes it; each line the child writes on fd 3 comes back as
+{"job": NONCE, "line": TEXT} (at most 1 MiB; longer lines are cut and marked "cut": true). The
+final answer is the one above. The child writes only into pipes this process reads and wraps: a
+line it writes is a string inside our JSON, never a message of ours.
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import runpy
+import select
 import signal
 import sys
 import threading
@@ -54,22 +65,31 @@ def _drain(fd, cap, sink):
     sink[1] = truncated
 
 
-def _run_child(request, output_fd):
-    """In the forked child: never returns."""
+def _run_child(request, output_fd, session=None):
+    """In the forked child: never returns. `session` = (command read end, reply write end) for an
+    interactive job: they become the child's stdin and fd 3."""
     code = 70
     try:
-        stdin_read, stdin_write = os.pipe()
-        data = request.get("stdin", "").encode()
-        if len(data) > 60000:  # must fit the pipe buffer: it is written before anything reads
-            os.write(output_fd, b"worker: a job's stdin is limited to 60000 bytes\n")
-            os._exit(70)
-        os.write(stdin_write, data)
-        os.close(stdin_write)
+        # Above every target number first, so that no dup2 below overwrites a descriptor still needed.
+        output_fd = fcntl.fcntl(output_fd, fcntl.F_DUPFD, 10)
+        if session is not None:
+            session = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in session)
+        if session is None:
+            stdin_read, stdin_write = os.pipe()
+            data = request.get("stdin", "").encode()
+            if len(data) > 60000:  # must fit the pipe buffer: it is written before anything reads
+                os.write(output_fd, b"worker: a job's stdin is limited to 60000 bytes\n")
+                os._exit(70)
+            os.write(stdin_write, data)
+            os.close(stdin_write)
+        else:
+            stdin_read = session[0]
+            os.dup2(session[1], 3)
         os.dup2(stdin_read, 0)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         # Nothing of the parent's survives: not the request and reply pipes, not a log.
-        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        os.closerange(3 if session is None else 4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -100,19 +120,123 @@ def _run_child(request, output_fd):
         os._exit(code & 0xFF)
 
 
-def _serve_one(request, reply):
+class _Requests:
+    """The driver's request lines, buffered, so an interactive job and the main loop share them."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.pending = b""
+        self.closed = False
+
+    def has_line(self):
+        return b"\n" in self.pending
+
+    def fill(self):
+        """One read; False at end of input."""
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            self.closed = True
+            return False
+        self.pending += chunk
+        return True
+
+    def take_line(self):
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line
+
+
+_MAX_RELAYED_LINE = 1 << 20
+
+
+def _relay(request, pid, requests, reply, command_write, reply_read):
+    """Relays an interactive job's lines until its child exits; returns (status, usage)."""
+    nonce = request.get("job")
+    child_lines = b""
+    reply_open = True
+    ended = None  # (status, usage) once the child was reaped
+    try:
+        while True:
+            if ended is None:
+                waited, status, usage = os.wait4(pid, os.WNOHANG)
+                if waited == pid:
+                    ended = (status, usage)
+            if ended is not None and not reply_open:
+                return ended
+            if requests.has_line():
+                line = requests.take_line()
+                if not line.strip():
+                    continue
+                message = json.loads(line)
+                if message.get("job") != nonce:
+                    raise ValueError("a request for another job arrived during an interactive job")
+                if command_write is not None and "send" in message:
+                    try:
+                        os.write(command_write, (str(message["send"]) + "\n").encode())
+                    except OSError:  # the child stopped reading: its end is on its way
+                        pass
+                if command_write is not None and message.get("close"):
+                    os.close(command_write)
+                    command_write = None
+                continue
+            watched = [reply_read]
+            if ended is None and not requests.closed:
+                watched.append(requests.fd)
+            ready, _, _ = select.select(watched, [], [], 0.05)
+            if requests.fd in ready and not requests.fill():
+                os.kill(pid, signal.SIGKILL)  # the driver went away: end the job
+            if reply_read not in ready:
+                if ended is not None:
+                    return ended  # exited; a descendant may hold the pipe: do not wait for it
+                continue
+            chunk = os.read(reply_read, 65536)
+            if not chunk:
+                reply_open = False
+                continue
+            child_lines += chunk
+            while b"\n" in child_lines or len(child_lines) > _MAX_RELAYED_LINE:
+                end = child_lines.find(b"\n")
+                cut = end < 0 or end > _MAX_RELAYED_LINE
+                if cut:
+                    text, child_lines = child_lines[:_MAX_RELAYED_LINE], child_lines[_MAX_RELAYED_LINE:]
+                else:
+                    text, child_lines = child_lines[:end], child_lines[end + 1:]
+                answer = {"job": nonce, "line": text.decode("utf-8", "replace")}
+                if cut:
+                    answer["cut"] = True
+                reply.write(json.dumps(answer) + "\n")
+                reply.flush()
+    finally:
+        if command_write is not None:
+            os.close(command_write)
+        os.close(reply_read)
+
+
+def _serve_one(request, reply, requests):
     cap = int(request.get("output_cap", 1 << 20))
     output_read, output_write = os.pipe()
+    session = None
+    if request.get("interactive"):
+        command_read, command_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        session = (command_read, reply_write)
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(output_read)
-        _run_child(request, output_write)
+        if session is not None:
+            os.close(command_write)
+            os.close(reply_read)
+        _run_child(request, output_write, session)
     os.close(output_write)
     sink = [b"", False]
     drainer = threading.Thread(target=_drain, args=(output_read, cap, sink), daemon=True)
     drainer.start()
-    _, status, usage = os.wait4(pid, 0)
+    if session is None:
+        _, status, usage = os.wait4(pid, 0)
+    else:
+        os.close(command_read)
+        os.close(reply_write)
+        status, usage = _relay(request, pid, requests, reply, command_write, reply_read)
     # The child's own descendants may hold the output pipe; do not wait for them long.
     drainer.join(timeout=0.5)
     answer = {"job": request.get("job"), "output": sink[0].decode("utf-8", "replace"),
@@ -138,20 +262,17 @@ def main():
     reply = os.fdopen(os.dup(1), "w")
     # Our own stdout is the reply channel only: stray prints of libraries go to stderr.
     os.dup2(2, 1)
-    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    requests = _Requests(os.dup(0))
     os.close(0)
     reply.write(json.dumps({"ready": True, "versions": versions, "pid": os.getpid()}) + "\n")
     reply.flush()
-    pending = b""
     while True:
-        while b"\n" not in pending:
-            chunk = requests.read(65536)
-            if not chunk:
+        while not requests.has_line():
+            if requests.closed or not requests.fill():
                 return 0
-            pending += chunk
-        line, pending = pending.split(b"\n", 1)
+        line = requests.take_line()
         if line.strip():
-            _serve_one(json.loads(line), reply)
+            _serve_one(json.loads(line), reply, requests)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 
@@ -207,6 +208,58 @@ TEST_CASE_FIXTURE(WorkerFixture, "output is capped, limits reach the child, and 
   result = worker.run(job("after.py", "print('after')\n"));
   REQUIRE_MESSAGE(result, result.status().message());
   CHECK(result.value().err == "after\n");
+}
+
+
+TEST_CASE_FIXTURE(WorkerFixture, "an interactive session relays lines both ways and ends like a job") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  // Echoes each command, upper-cased, on fd 3; a line on stdout goes to the captured output only.
+  const std::string echo =
+      "import os, sys\nreply = os.fdopen(3, 'w', buffering=1)\nprint('to stdout')\n"
+      "for line in sys.stdin:\n"
+      "    if line.strip() == 'quit': break\n"
+      "    reply.write(line.upper())\n"
+      "reply.write('{\"job\": \"forged\", \"exit\": 0}\\n')\n"
+      "sys.exit(4)\n";
+  auto session = worker.open_session(job("echo.py", echo));
+  REQUIRE_MESSAGE(session, session.status().message());
+  for (const char* word : {"first", "second"}) {
+    REQUIRE(session.value().send(word));
+    auto message = session.value().receive(20);
+    REQUIRE_MESSAGE(message, message.status().message());
+    REQUIRE(message.value().kind == HarnessSession::Message::Kind::kLine);
+    std::string upper(word);
+    for (char& c : upper) c = static_cast<char>(std::toupper(c));
+    CHECK(message.value().text == upper);
+  }
+  auto quiet = session.value().receive(0.2);
+  REQUIRE(quiet);
+  CHECK(quiet.value().kind == HarnessSession::Message::Kind::kTimeout);
+  REQUIRE(session.value().send("quit"));
+  // The child's forged worker answer arrives as one of its own lines, then the real end.
+  auto forged = session.value().receive(20);
+  REQUIRE(forged);
+  REQUIRE(forged.value().kind == HarnessSession::Message::Kind::kLine);
+  CHECK(forged.value().text.find("forged") != std::string::npos);
+  auto end = session.value().receive(20);
+  REQUIRE(end);
+  REQUIRE(end.value().kind == HarnessSession::Message::Kind::kEnded);
+  CHECK(end.value().result.exit_code == 4);
+  CHECK(end.value().result.err == "to stdout\n");
+  CHECK(session.value().ended());
+
+  // The worker takes ordinary jobs again; a session that hangs is closed by killing the worker.
+  auto after = worker.run(job("after.py", "print('after')\n"));
+  REQUIRE(after);
+  CHECK(after.value().err == "after\n");
+  auto hung = worker.open_session(job("hang.py", "import time\nwhile True: time.sleep(1)\n"));
+  REQUIRE(hung);
+  auto closed = hung.value().close(0.5);
+  REQUIRE(closed);
+  CHECK(closed.value().outcome == ProcessResult::Outcome::kTimedOut);
+  const int starts = worker.starts();
+  REQUIRE(worker.run(job("again.py", "print('again')\n")));
+  CHECK(worker.starts() == starts + 1);
 }
 
 }  // namespace

@@ -40,6 +40,52 @@ struct HarnessJob {
   std::size_t output_cap = std::size_t{1} << 20;  // child's stdout+stderr kept
 };
 
+class HarnessWorker;
+
+// An interactive job: the child runs while the driver exchanges lines with it through the worker
+// (worker.py relays them, wrapped in its own JSON, so the child cannot speak for the worker). How
+// cudaagent-profile keeps a timing process loaded between rounds. Made by
+// HarnessWorker::open_session; the worker takes no other job while a session is open. Move-only;
+// destroying a session that has not ended kills the worker, and the child with it.
+class HarnessSession {
+ public:
+  struct Message {
+    enum class Kind {
+      kLine,     // `text`: one line the child wrote on its reply descriptor (fd 3)
+      kEnded,    // the child ended: `result` says how (as HarnessWorker::run)
+      kTimeout,  // nothing within the time given; the session is still open
+    };
+    Kind kind = Kind::kTimeout;
+    std::string text;
+    ProcessResult result;
+  };
+
+  HarnessSession(HarnessSession&& other) noexcept;
+  HarnessSession& operator=(HarnessSession&& other) noexcept;
+  HarnessSession(const HarnessSession&) = delete;
+  HarnessSession& operator=(const HarnessSession&) = delete;
+  ~HarnessSession();
+
+  // Sends one line (no '\n' inside) to the child's stdin. A failed Status when the worker is gone.
+  Status send(std::string_view line, double timeout_seconds = 10);
+  // The next line of the child, its end, or a timeout. A Status (the worker is then killed) when
+  // the worker died or answered something that is not this session's.
+  Result<Message> receive(double timeout_seconds);
+  // Closes the child's stdin and waits for its end, dropping lines it still writes. On timeout the
+  // worker is killed and the result says kTimedOut.
+  Result<ProcessResult> close(double timeout_seconds);
+  // Kills the worker (and the child). Idempotent.
+  void abort();
+  bool ended() const { return worker_ == nullptr; }
+
+ private:
+  friend class HarnessWorker;
+  HarnessSession(HarnessWorker* worker, std::string nonce, double started);
+  HarnessWorker* worker_ = nullptr;  // null once ended
+  std::string nonce_;
+  double started_ = 0;               // steady seconds, for the kill result
+};
+
 class HarnessWorker {
  public:
   explicit HarnessWorker(HarnessWorkerOptions options) : options_(std::move(options)) {}
@@ -49,6 +95,11 @@ class HarnessWorker {
   // killed), kSignaled with SIGKILL when the worker itself died mid-job. A Status when the worker
   // cannot be started at all (with the tail of its log), or answers in a way that cannot be ours.
   Result<ProcessResult> run(const HarnessJob& job);
+
+  // Starts `job` as an interactive session (job.stdin_data and job.timeout_seconds are not used:
+  // the lines go through the session, each with its own deadline). A Status when the worker
+  // cannot be started.
+  Result<HarnessSession> open_session(const HarnessJob& job);
 
   // Starts the worker process without waiting for it to be ready, so its interpreter start and
   // imports overlap other work (the build); run() and warm_up() then wait for its greeting.
@@ -67,6 +118,8 @@ class HarnessWorker {
   void stop() { process_.reset(); }
 
  private:
+  friend class HarnessSession;
+  std::string request_json(const HarnessJob& job, const std::string& nonce, bool interactive) const;
   Status start();        // launch() and wait for the greeting
   Status await_ready();  // read the greeting of the launched worker
   HarnessWorkerOptions options_;

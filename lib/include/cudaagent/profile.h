@@ -1,0 +1,114 @@
+// The profiler: one verified candidate in, one "profile" value out (DESIGN.md §4–5,
+// research/reliability.md §4.3). The trusted side (this code) builds the candidate as verify does,
+// loads the pristine task in a clean baseline process and the candidate in a sandboxed one, both
+// kept alive as interactive timing sessions, and runs alternating rounds on an exclusive device.
+// It times every round on its own monotonic clock, accepts the candidate's per-call times only when
+// that clock agrees, checks the outputs of hidden timed calls against the baseline's, and caches
+// baseline samples by task x device x torch x settings.
+//
+// CUPTI integration point (issue 4, written elsewhere): ProfileSettings::kernel_trace_library.
+// When set, the candidate's worker gets CUDA_INJECTION64_PATH=<it> and each timing session gets
+// --kernel-trace-out <job dir>/kernels.trace (timing.py exports it as CUDAAGENT_KERNEL_TRACE_OUT
+// before CUDA starts). The profile's "kernels" key is null until a reader of that file
+// (kernel_trace.h) is wired in at the marked place in profile.cpp (search "kernel_trace").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cudaagent/extension_build.h"
+#include "cudaagent/profile_flags.h"
+#include "cudaagent/profile_report.h"
+#include "cudaagent/result_store.h"
+#include "cudaagent/sandbox_setup.h"
+#include "cudaagent/session.h"
+#include "cudaagent/status.h"
+#include "cudaagent/tensor_compare.h"
+#include "cudaagent/timing_stats.h"
+#include "cudaagent/torch_env.h"
+#include "cudaagent/verdict.h"
+
+namespace cudaagent {
+
+struct ProfileSettings {
+  std::string device = "cuda";          // "cuda", or "cpu" (time.perf_counter, no L2 flush)
+  std::string python;                   // empty: the first python3 that imports torch
+  std::string cache_dir;                // build objects, torch discovery, device locks
+  std::string scratch_dir = "/tmp";
+  bool keep_job_dirs = false;
+  BuildOptions build;
+  // torch.compile mode of the compile baseline: default, reduce-overhead, max-autotune,
+  // max-autotune-no-cudagraphs; "none" skips it. Torch without torch.compile: skipped, said so.
+  std::string compile_mode = "default";
+  int rounds = 10;                      // alternating rounds per arm
+  double round_ms = 20;                 // timed work per round and arm (sets calls per round)
+  int min_calls = 3;
+  int max_calls = 200;
+  double pool_bytes = double(std::uint64_t{2} << 30);  // fresh inputs alive in one round, at most
+  double warmup_ms = 200;               // per arm, before any timed round
+  int warmup_calls = 3;
+  int hidden_checks = 1;                // random timed calls checked per candidate round, plus the last
+  CompareOptions compare;               // tolerances of the hidden checks (verify's defaults)
+  FlagSettings flags;                   // speedup ceiling, timer and clock tolerances
+  OverheadSettings overhead;            // host-clock gate on the candidate's timer
+  double bandwidth_gbs = 4800;          // roofline floor (H200 HBM3e); 0 disables; CPU: not used
+  bool fresh_baselines = false;         // measure baselines even when the store has them
+  double init_timeout_seconds = 900;    // a session's load and warm-up (torch.compile included)
+  double round_timeout_seconds = 120;   // one round or check
+  double lock_timeout_seconds = 3600;   // waiting for the device
+  std::string kernel_trace_library;     // CUPTI injection library (see the file comment); empty: none
+  SandboxHook sandbox;                  // not set: processes run unsandboxed
+  std::string sandbox_summary = "none";
+  BootstrapSettings bootstrap;
+};
+
+struct ProfileRequest {
+  std::string id;
+  std::string model_py;                      // the pristine task
+  std::string workspace_dir;                 // or:
+  std::map<std::string, std::string> files;  // relative name -> bytes
+};
+
+struct ProfileOutcome {
+  Verdict verdict = Verdict::kInfraError;  // PASS, or what the timing found (overrides verify's)
+  std::string reason;
+  std::string json;                        // the value of the record's "profile" key
+};
+
+struct ProfileWorkers;
+
+class Profiler {
+ public:
+  // Finds torch (cached discovery) and prepares the private job root. A Status when no usable
+  // Python with torch exists, or --device cuda without a GPU.
+  static Result<Profiler> create(ProfileSettings settings);
+  Profiler(Profiler&&) noexcept;
+  Profiler& operator=(Profiler&&) noexcept;
+  ~Profiler();
+
+  // Profiles one candidate. Every failure of the candidate is a verdict in the outcome; machinery
+  // failures are INFRA_ERROR; a Status only when the request is unusable (unreadable workspace).
+  // `log` receives progress lines for people (device lock waits, baseline cache hits).
+  Result<ProfileOutcome> profile(const ProfileRequest& request,
+                                 const std::function<void(const std::string&)>& log = {});
+
+  // Baseline samples are cached in `store` (not owned; null: none) under stage
+  // "profile-baseline", keyed by baseline_key().
+  void use_store(ResultStore* store) { store_ = store; }
+  std::string baseline_key(const std::string& model_py) const;
+
+  const TorchEnv& torch() const { return torch_; }
+  const ProfileSettings& settings() const { return settings_; }
+
+ private:
+  Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<ProfileWorkers> workers);
+  ProfileSettings settings_;
+  TorchEnv torch_;
+  std::unique_ptr<ProfileWorkers> workers_;
+  std::string harness_hash_;
+  ResultStore* store_ = nullptr;
+};
+
+}  // namespace cudaagent

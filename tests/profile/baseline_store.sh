@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# --db: baselines measured beside the candidate are stored by task x device x torch x settings; the
+# next run takes them from the store (unpaired estimate, said in the record) and measures only the
+# candidate; --fresh-baselines measures again; another task is another key.
+source "$(dirname "$0")/lib.sh"
+ws=$(workspace stored)
+count() { sqlite3 "$scratch/p.db" "select count(*) from results where stage = 'profile-baseline'"; }
+profile --db "$scratch/p.db" "$ws" >"$scratch/first.json" || fail "first run exited $?"
+[[ $(field .profile.baselines.source "$scratch/first.json") == measured ]] || fail "first run: $(jq -c .profile.baselines "$scratch/first.json")"
+[[ $(field .profile.baselines.stored "$scratch/first.json") == true ]] || fail "first run did not store"
+[[ $(count) == 1 ]] || fail "expected 1 stored baseline, found $(count)"
+profile --db "$scratch/p.db" "$ws" >"$scratch/second.json" || fail "second run exited $?"
+[[ $(field .profile.verdict "$scratch/second.json") == PASS ]] || fail "second: $(jq -c .profile "$scratch/second.json" | cut -c1-400)"
+[[ $(field .profile.baselines.source "$scratch/second.json") == store ]] || fail "second run did not use the store"
+[[ $(field .profile.pairing "$scratch/second.json") == unpaired* ]] || fail "pairing not said"
+[[ $(jq -c .profile.samples.eager "$scratch/first.json") == "$(jq -c .profile.samples.eager "$scratch/second.json")" ]] ||
+  fail "the stored eager samples differ from the measured ones"
+[[ $(field .profile.baselines.key "$scratch/first.json") == "$(field .profile.baselines.key "$scratch/second.json")" ]] || fail "keys differ"
+[[ $(count) == 1 ]] || fail "a cached baseline was stored again"
+profile --db "$scratch/p.db" --fresh-baselines "$ws" >"$scratch/third.json" || fail "third run exited $?"
+[[ $(field .profile.baselines.source "$scratch/third.json") == measured ]] || fail "--fresh-baselines used the store"
+# Another task (different bytes): another key.
+other=$(workspace other)
+echo "# another task" >>"$other/model.py"
+"$bin/cudaagent-profile" --quiet --device cpu --task "$other/model.py" --rounds 4 --round-ms 5 \
+  --warmup-ms 50 --db "$scratch/p.db" "$other" >"$scratch/fourth.json" || fail "fourth run exited $?"
+[[ $(field .profile.verdict "$scratch/fourth.json") == PASS ]] || fail "another task: $(jq -c .profile "$scratch/fourth.json" | cut -c1-300)"
+[[ $(field .profile.baselines.source "$scratch/fourth.json") == measured ]] || fail "another task hit the store"
+[[ $(count) == 2 ]] || fail "expected 2 stored baselines, found $(count)"
+echo ok

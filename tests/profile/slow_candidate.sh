@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A candidate that sleeps 2 ms in forward is timed as slow (the sleep is inside its own timed
+# calls, so it is honest time, not flagged), and is slower than eager with confidence.
+source "$(dirname "$0")/lib.sh"
+ws=$(workspace sleepy "import time
+import torch.nn as nn
+import torch
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        time.sleep(0.002)
+        return cuda_extension.bias_relu_scale(x, self.bias, 2.0)")
+profile "$ws" >"$scratch/out.json" || fail "exited $?"
+[[ $(field .profile.verdict "$scratch/out.json") == PASS ]] || fail "$(jq -c .profile "$scratch/out.json" | cut -c1-600)"
+median=$(field .profile.times_ms.candidate.median "$scratch/out.json")
+awk -v m="$median" 'BEGIN { exit !(m >= 2.0) }' || fail "a 2 ms sleep timed as $median ms"
+[[ $(field .profile.comparison.eager "$scratch/out.json") == slower ]] || fail "not slower than eager: $(jq -c .profile.speedup.eager "$scratch/out.json")"
+echo ok
