@@ -65,6 +65,9 @@ struct CuptiApi {
   decltype(&::cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&::cuptiGetStreamIdEx) get_stream_id = nullptr;
   decltype(&::cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;  // optional
+  // From the driver library already loaded in the process (not linked): the calling thread's
+  // context, which CUPTI needs to name the legacy default stream.
+  CUresult (*current_context)(CUcontext*) = nullptr;
 };
 
 struct Injection {
@@ -100,7 +103,8 @@ struct Injection {
 Injection* g_injection = nullptr;
 
 thread_local int t_depth = 0;               // nesting of launch API calls on this thread
-thread_local std::uint32_t t_launcher = 0;  // launcher of the outermost one
+thread_local std::uint32_t t_outer = 0;     // correlation id of the outermost one
+thread_local std::uint32_t t_launcher = 0;  // and its launcher
 thread_local std::uint32_t t_tid = 0;
 
 std::uint64_t monotonic_ns() {
@@ -279,10 +283,13 @@ void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti
       // A runtime launch calls the driver's launch underneath: walk the stack once, at the
       // outermost call, and give both correlation ids the same launcher.
       if (t_depth++ == 0) {
+        t_outer = call->correlationId;
         t_launcher = in->provenance && in->resolver ? in->resolver->resolve() : 0;
         in->launches.fetch_add(1, std::memory_order_relaxed);
       }
       in->table.put(call->correlationId, {t_launcher, thread_id()});
+    } else if (call->correlationId == t_outer) {
+      t_depth = 0;  // the outermost call returned: whatever happened inside, the nest is closed
     } else if (t_depth > 0) {
       --t_depth;
     }
@@ -380,6 +387,7 @@ bool bind_api(void* library, CuptiApi& api, std::string& missing) {
   need("cuptiGetTimestamp", api.get_timestamp);
   need("cuptiGetStreamIdEx", api.get_stream_id);
   bind(library, "cuptiActivityRegisterTimestampCallback", api.register_timestamp);
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) bind(driver, "cuCtxGetCurrent", api.current_context);
   return missing.empty();
 }
 
@@ -549,7 +557,14 @@ CUDAAGENT_EXPORT int cudaagent_cupti_flush(void) {
 CUDAAGENT_EXPORT long long cudaagent_cupti_stream_id(void* stream) {
   auto* in = cudaagent::cupti::g_injection;
   if (in == nullptr || !in->active) return -1;
+  // With the current context first: CUPTI cannot tell which context's default stream a null
+  // handle means without one.
+  CUcontext context = nullptr;
+  if (in->api.current_context == nullptr || in->api.current_context(&context) != CUDA_SUCCESS) context = nullptr;
   uint32_t id = 0;
+  if (context != nullptr && in->api.get_stream_id(context, static_cast<CUstream>(stream), 0, &id) == CUPTI_SUCCESS) {
+    return id;
+  }
   if (in->api.get_stream_id(nullptr, static_cast<CUstream>(stream), 0, &id) != CUPTI_SUCCESS) return -1;
   return id;
 }
