@@ -313,7 +313,9 @@ TraceLosses trace_losses(const KernelTrace& trace) {
     losses.buffer_errors += s.buffer_errors;
     losses.write_failures += s.write_failures;
     announced += s.kernels + s.memcpys + s.memsets;
+    losses.launches += s.launches;
   }
+  losses.records = announced;
   // Activities after the last summary line are not covered by it (a one-process trace assumed).
   // Rejected lines are reported on their own, so they are not counted as missing twice.
   const std::uint64_t covered = trace.activities.size() - trace.after_last_summary + trace.rejected;

@@ -332,6 +332,8 @@ void write_trace_health(JsonWriter& json, const KernelTrace& trace) {
       .field("buffer_errors", n(losses.buffer_errors))
       .field("write_failures", n(losses.write_failures))
       .field("missing", n(losses.missing))
+      .field("launches", n(losses.launches))
+      .field("records", n(losses.records))
       .end_object();
 }
 

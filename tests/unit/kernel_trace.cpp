@@ -346,6 +346,8 @@ TEST_CASE("kernel trace: losses and unflushed records are reported") {
     const TraceLosses losses = trace_losses(trace);
     CHECK(losses.dropped == 3);
     CHECK(losses.missing == 0);
+    CHECK(losses.launches == 6);  // 3 per process (summary_line)
+    CHECK(losses.records == 2);
     std::string json;
     JsonWriter writer(json);
     write_trace_health(writer, trace);

@@ -217,6 +217,11 @@ struct TraceLosses {
   // Records the summary lines announce that are in the trace neither as activities nor as
   // rejected lines: lines lost or removed (never negative; exact for a one-process trace).
   std::uint64_t missing = 0;
+  // Launch, copy and memset API calls the callbacks saw, and the records CUPTI delivered. Fewer
+  // records than calls means work went unrecorded (activity tracing switched off or its buffers
+  // taken over inside the process) or calls that queued no work (a launch that failed, an empty
+  // copy); graph launches make records outnumber calls. A signal for review, not proof.
+  std::uint64_t launches = 0, records = 0;
 };
 TraceLosses trace_losses(const KernelTrace& trace);
 
@@ -229,7 +234,8 @@ TraceLosses trace_losses(const KernelTrace& trace);
 void write_trace_summary(JsonWriter& json, const TraceSummary& summary);
 // {"lines", "rejected", "problems": [{"line", "reason"}], "processes", "errors": [...],
 //  "error_lines", "after_last_summary", "truncated", "dropped", "buffer_errors",
-//  "write_failures", "missing"} — what the caller needs to decide whether the trace is whole.
+//  "write_failures", "missing", "launches", "records"} — what the caller needs to decide whether
+//  the trace is whole.
 void write_trace_health(JsonWriter& json, const KernelTrace& trace);
 
 }  // namespace cudaagent
