@@ -69,4 +69,8 @@ echo "== check"
 "$python" "$driver" check --marks "$log/marks.json" --fork-marks "$log/fork.json" --trace-dir "$log" \
   --helper "$helper" 2>&1 | tee -a "$log/report.txt"
 status=${PIPESTATUS[0]}
+# The overhead traces hold ~100k kernels each (tens of MB): keep only their last lines.
+for trace in "$log"/overhead-*-*.jsonl; do
+  [[ -f $trace ]] && tail -n 3 "$trace" >"$trace.tail" && rm -f "$trace"
+done
 exit $((status == 0 ? 0 : 1))
