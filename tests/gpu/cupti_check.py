@@ -217,7 +217,7 @@ def command_check(args):
     report.ok(main >= 0 and side >= 0 and main != side, "cudaagent_cupti_stream_id names both streams",
               f"main={main} side={side}")
     candidate_dir = os.path.dirname(marks["custom_so"])
-    slack = args.slack_us * 1000
+    slack = int(args.slack_us * 1000)  # integer ns: trace_summary reads integers only
 
     def in_window(name):
         t0, t1 = marks["windows"][name]

@@ -39,7 +39,7 @@ rm -f "$log"/trace-*.jsonl "$log"/overhead-*
 } >"$log/environment.txt" || fail "no CUDA torch in $python: $(cat "$log/environment.txt")"
 cat "$log/environment.txt"
 
-"$nvcc" -shared -Xcompiler -fPIC -O2 -arch="${CUDA_ARCH:-sm_90}" -o "$log/libcupti_check_custom.so" \
+"$nvcc" -shared -cudart shared -Xcompiler -fPIC -O2 -arch="${CUDA_ARCH:-sm_90}" -o "$log/libcupti_check_custom.so" \
   "$root/tests/gpu/cupti_custom_kernel.cu" >"$log/nvcc.log" 2>&1 || fail "nvcc failed: $(cat "$log/nvcc.log")"
 custom=$log/libcupti_check_custom.so
 

@@ -10,8 +10,10 @@ __global__ void bias_relu_scale_kernel(float* __restrict__ x, const float* __res
                                        float scale) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) {
-    volatile int spin = 1;
-    while (spin) {
+    // clock64() is volatile to the compiler: this loop cannot be removed (a side-effect-free
+    // `while (flag)` was, on the H200 2026-11-29, and the case wrote zeros instead of hanging).
+    const long long start = clock64();
+    while (clock64() - start >= 0) {
     }
     out[i] = 0.f;
   }
