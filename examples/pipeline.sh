@@ -34,7 +34,7 @@ jq -r --slurpfile deduped "$work/tasks.jsonl" '
 echo "torch.compile check: $(jq -r .filter.compile "$work/filtered.jsonl" | sort -u | paste -sd ';')"
 echo
 
-echo "== verify -> reward: two candidates for the example CPU task (the first run builds torch's" \
+echo "== verify -> profile -> reward: two candidates for the example CPU task (the first run builds torch's" \
   "header, minutes)" >&2
 task=$examples/workspaces/bias-relu-cpu
 cp -r "$task" "$work/honest"
@@ -58,15 +58,17 @@ for name in honest cheat; do
   jq -nc --rawfile m "$task/model.py" --arg w "$work/$name" --arg id "$name" \
     '{id: $id, task: {model_py: $m}, candidate: {workspace: $w}}'
 done | "$bin/cudaagent-verify" --quiet --device cpu --db "$work/store.db" | tee "$work/verified.jsonl" |
+  "$bin/cudaagent-profile" --quiet --device cpu --db "$work/store.db" | tee "$work/profiled.jsonl" |
   "$bin/cudaagent-reward" --quiet --db "$work/store.db" --errors "$work/unscored.jsonl" >"$work/rewarded.jsonl"
-# A PASS needs cudaagent-profile's timings to earn a reward: until profile lands, reward turns it
-# into an error record instead of guessing.
+# Profile times the PASS against eager (Debian's torch 1.13 has no torch.compile; the record says
+# so) in the same sandbox; the REJECT_POLICY passes through untimed. Reward reads both keys.
 printf '%-20s %-15s %-7s %s\n' id verdict reward reason
 jq -r --slurpfile r "$work/rewarded.jsonl" --slurpfile u "$work/unscored.jsonl" '
   . as $v | ([$r[] | select(.id == $v.id)][0].reward.value // "-" | tostring) as $value |
   ([$u[] | select(.error.id == $v.id)][0].error.reason // "") as $why |
-  [.id, .verify.verdict, $value, (if $why != "" then "not scored: " + $why else .verify.reason end)[0:90]] | @tsv' \
-  "$work/verified.jsonl" |
+  [.id, (.profile.verdict // .verify.verdict), $value,
+   (if $why != "" then "not scored: " + $why else (.profile.reason // .verify.reason) end)[0:90]] | @tsv' \
+  "$work/profiled.jsonl" |
   while IFS=$'\t' read -r id verdict value reason; do
     printf '%-20s %-15s %-7s %s\n' "$id" "$verdict" "$value" "$reason"
   done
