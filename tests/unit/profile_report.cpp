@@ -65,7 +65,13 @@ TEST_CASE("the host overhead gate catches a timer that leaves out what the host 
   const RoundClocks slow_cand{{10, 10, 10}, {130, 130, 130}};
   flag = check_host_overhead(slow_cand, slow_base, OverheadSettings{});
   REQUIRE(flag);
-  CHECK_FALSE(flag.value().raised);  // 20 ms excess <= 25% of 100 ms
+  CHECK_FALSE(flag.value().raised);  // 20 ms excess <= 50% of 100 ms
+  // Round by round: a slow phase that lengthens both arms' round r cancels.
+  const RoundClocks base_phases{{10, 10, 10}, {15, 60, 15}};
+  const RoundClocks cand_phases{{10, 10, 10}, {16, 61, 40}};
+  flag = check_host_overhead(cand_phases, base_phases, OverheadSettings{});
+  REQUIRE(flag);
+  CHECK(flag.value().numbers.at(3).value == doctest::Approx(1.0));
   CHECK_FALSE(check_host_overhead(RoundClocks{}, baseline, OverheadSettings{}));
   CHECK_FALSE(check_host_overhead(RoundClocks{{1}, {1, 2}}, baseline, OverheadSettings{}));
   CHECK_FALSE(check_host_overhead(RoundClocks{{std::nan("")}, {1}}, baseline, OverheadSettings{}));
