@@ -37,22 +37,6 @@ double since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
-// Removes a directory tree on destruction unless asked to keep it.
-class RemovedTree {
- public:
-  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
-  ~RemovedTree() {
-    std::error_code ignored;
-    if (!path_.empty() && !keep_) fs::remove_all(path_, ignored);
-  }
-  RemovedTree(const RemovedTree&) = delete;
-  RemovedTree& operator=(const RemovedTree&) = delete;
-
- private:
-  std::string path_;
-  bool keep_;
-};
-
 // An exclusive flock held for the life of the object; without a lock file it holds nothing (the
 // in-process mutex beside it still orders this run's own tasks).
 class FileLock {
@@ -185,12 +169,7 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     }
     HarnessWorkerOptions options;
     options.process.argv = {torch.python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
-    // HOME is the worker's output directory: torch.compile's and Triton's caches need a writable
-    // home, and nothing else is writable. USER/LOGNAME: the sandbox has no /etc/passwd, and torch
-    // asks getpass.getuser() for its cache paths.
-    options.process.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + made->out,
-                           "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1", "USER=cudaagent",
-                           "LOGNAME=cudaagent"};
+    options.process.env = harness_environment(made->out);  // HOME: the worker's output directory
     if (settings.device == "cuda") {
       options.process.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
     }

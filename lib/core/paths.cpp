@@ -119,4 +119,9 @@ Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::
   return Status::error("'" + path + "': " + problem);
 }
 
+RemovedTree::~RemovedTree() {
+  std::error_code ignored;
+  if (!path_.empty() && !keep_) std::filesystem::remove_all(path_, ignored);
+}
+
 }  // namespace cudaagent

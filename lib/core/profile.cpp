@@ -43,30 +43,13 @@ constexpr int kBaselineRules = 1;
 
 
 std::vector<std::string> harness_env(const std::string& home, const std::string& injection) {
-  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
-                                  "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1", "USER=cudaagent",
-                                  "LOGNAME=cudaagent"};
+  std::vector<std::string> env = harness_environment(home);
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
     env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
   }
   if (!injection.empty()) env.push_back("CUDA_INJECTION64_PATH=" + injection);
   return env;
 }
-
-class RemovedTree {
- public:
-  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
-  ~RemovedTree() {
-    std::error_code ignored;
-    if (!path_.empty() && !keep_) fs::remove_all(path_, ignored);
-  }
-  RemovedTree(const RemovedTree&) = delete;
-  RemovedTree& operator=(const RemovedTree&) = delete;
-
- private:
-  std::string path_;
-  bool keep_;
-};
 
 std::string last_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();

@@ -111,4 +111,9 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
   return SandboxChoice{std::move(wrap), probe.summary()};
 }
 
+std::vector<std::string> harness_environment(const std::string& home) {
+  return {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1",
+          "USER=cudaagent", "LOGNAME=cudaagent"};
+}
+
 }  // namespace cudaagent

@@ -71,28 +71,10 @@ struct Evidence {
   std::vector<std::string> sandbox_layers;
 };
 
-// Removes a directory tree on destruction unless asked to keep it.
-class RemovedTree {
- public:
-  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
-  ~RemovedTree() {
-    std::error_code ignored;
-    if (!path_.empty() && !keep_) fs::remove_all(path_, ignored);
-  }
-  RemovedTree(const RemovedTree&) = delete;
-  RemovedTree& operator=(const RemovedTree&) = delete;
-
- private:
-  std::string path_;
-  bool keep_;
-};
-
 // The environment of every harness process. USER/LOGNAME: the sandbox has no /etc/passwd, and
 // torch asks getpass.getuser() for its cache paths, which reads these before the password database.
 std::vector<std::string> harness_env(const std::string& home) {
-  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
-                                  "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1", "USER=cudaagent",
-                                  "LOGNAME=cudaagent"};
+  std::vector<std::string> env = harness_environment(home);
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
     env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
   }

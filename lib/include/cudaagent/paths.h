@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "cudaagent/status.h"
 
@@ -31,5 +32,19 @@ bool read_whole_file(const std::string& path, std::string& bytes);
 // to secure). Never blocks on a FIFO. A Status saying what was wrong otherwise ("'x': is a
 // symbolic link", "'x': 5000000 bytes, more than the limit of 1048576").
 Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::string& bytes);
+
+// Removes a directory tree when it goes out of scope, unless asked to keep it (--keep-job-dirs):
+// the job directories of verify, filter and profile.
+class RemovedTree {
+ public:
+  RemovedTree(std::string path, bool keep) : path_(std::move(path)), keep_(keep) {}
+  ~RemovedTree();
+  RemovedTree(const RemovedTree&) = delete;
+  RemovedTree& operator=(const RemovedTree&) = delete;
+
+ private:
+  std::string path_;
+  bool keep_;
+};
 
 }  // namespace cudaagent

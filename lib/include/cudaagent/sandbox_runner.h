@@ -48,6 +48,12 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
 // /usr/local/cuda/bin). Sorted, without duplicates.
 std::vector<std::string> torch_runtime_paths(const TorchEnv& torch);
 
+// The fixed environment of every harness Python (nothing of the caller's leaks in): PATH, HOME =
+// `home` (torch.compile's and Triton's caches need a writable home, and nothing else is
+// writable), LC_ALL, OMP_NUM_THREADS=1, and USER/LOGNAME (the sandbox has no /etc/passwd, and
+// torch asks getpass.getuser() for its cache paths). CUDA_VISIBLE_DEVICES is the caller's to add.
+std::vector<std::string> harness_environment(const std::string& home);
+
 // The GPU device nodes (/dev/nvidia*, not directories), for SandboxPolicy::devices.
 std::vector<std::string> gpu_device_nodes();
 
