@@ -3,7 +3,7 @@
 // (share/harness/worker.py) that has imported torch once. Key design choice: a task holds one
 // worker from its check to its timing, and timing is a job of its own, started only once the slot
 // is held, so the wait for the slot never eats into a job's time limit and other tasks' check and
-// compile work never shares a timing process.
+// compile work never shares a timing job.
 #include "cudaagent/filter.h"
 
 #include <fcntl.h>
@@ -270,13 +270,13 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   std::optional<EagerStats> stats;
   double check_seconds = 0, time_seconds = 0;
 
-  // 1. The check process.
+  // 1. The check job.
   const std::string check_dir = out_root + "/check";
   if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
   auto phase = SteadyClock::now();
   auto check = run_harness(worker, "check", task_dir, check_dir);
   check_seconds = since(phase);
-  if (!check) return infra("check process: " + check.status().message());
+  if (!check) return infra("check job: " + check.status().message());
   RunJudgement judged = judge_run(check.value().process, check.value().report,
                                   check.value().report_problem);
   if (judged.end == RunJudgement::End::kInfra) return infra(judged.infra_reason);
@@ -342,7 +342,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     }
   }
 
-  // 2. The timing process, for a task that passed everything else, alone on its device.
+  // 2. The timing job, for a task that passed everything else, alone on its device.
   if (reasons.empty()) {
     const std::string time_dir = out_root + "/time";
     if (!make_out_dir(time_dir, settings.run_as)) return infra("cannot create '" + time_dir + "'");
@@ -354,7 +354,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
       timed = run_harness(worker, "time", task_dir, time_dir);
       time_seconds = since(phase);
     }
-    if (!timed) return infra("timing process: " + timed.status().message());
+    if (!timed) return infra("timing job: " + timed.status().message());
     RunJudgement timing_run = judge_run(timed.value().process, timed.value().report,
                                     timed.value().report_problem);
     if (timing_run.end == RunJudgement::End::kInfra) return infra(timing_run.infra_reason);
@@ -362,7 +362,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     if (timing_run.end == RunJudgement::End::kCompleted) {
       auto computed = eager_stats(timed.value().report->samples_ms);
       if (!computed) {
-        reasons.push_back({"eager_time", "the timing process reported no samples"});
+        reasons.push_back({"eager_time", "the timing job reported no samples"});
       } else {
         stats = computed.value();
         if (auto outside = judge_window(*stats, settings.window_low_ms, settings.window_high_ms)) {

@@ -77,7 +77,7 @@ struct RunJudgement {
 RunJudgement judge_run(const ProcessResult& process, const std::optional<HarnessReport>& report,
                        const std::string& report_problem);
 
-// The check process's outputs: out_a1 and out_a2 (the same inputs twice), out_b (other inputs).
+// The check job's outputs: out_a1 and out_a2 (the same inputs twice), out_b (other inputs).
 // Reasons: "output" (a value that is not a tensor, or no tensor at all), "non_finite",
 // "all_zero", "constant" (a tensor of more than one element, all equal), "determinism" (a1 and
 // a2 differ beyond `tolerance`), "input_dependence" (a1 and b match within `tolerance`).
