@@ -155,6 +155,18 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
 
 Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
                                          const std::function<void(const std::string&)>& log) {
+  bool flagged_on_stored = false;
+  auto outcome = profile_once(request, /*use_store=*/true, log, flagged_on_stored);
+  if (!outcome || !flagged_on_stored) return outcome;
+  if (log) log("flagged against stored baselines (" + outcome.value().reason.substr(0, 80) +
+               "); measuring again beside fresh baselines");
+  return profile_once(request, /*use_store=*/false, log, flagged_on_stored);
+}
+
+Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, bool use_store,
+                                              const std::function<void(const std::string&)>& log,
+                                              bool& flagged_on_stored) {
+  flagged_on_stored = false;
   const auto started = SteadyClock::now();
   const ProfileSettings& s = settings_;
   const std::string share = share_dir();
@@ -168,6 +180,7 @@ Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
   evidence.settings = &s;
   evidence.torch = &torch_;
   evidence.started = started;
+  evidence.rechecked = !use_store;
 
   // 1. Snapshot and build, as verify does (the objects are in the build cache by now).
   auto snapshot = request.workspace_dir.empty()
@@ -235,7 +248,7 @@ Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
   // 2. Cached baselines, when the store has them.
   evidence.baseline_key = baseline_key(request.model_py);
   std::optional<BaselineSamples> cached;
-  if (store_ != nullptr && !s.fresh_baselines) {
+  if (store_ != nullptr && use_store && !s.fresh_baselines) {
     auto stored = store_->find(evidence.baseline_key);
     if (!stored) return stored.status();
     if (stored.value()) {
@@ -270,7 +283,7 @@ Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
   if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
 
   // 4. Baselines measured here are stored for the next iterations (only when complete and sound).
-  if (store_ != nullptr && !cached && evidence.baselines_sound) {
+  if (store_ != nullptr && use_store && !cached && evidence.baselines_sound) {
     const StoredResult row{evidence.baseline_key, "profile-baseline", request.id,
                            baseline_json(evidence.baselines)};
     if (auto put = store_->put_batch(std::span<const StoredResult>(&row, 1)); !put) {
@@ -279,7 +292,9 @@ Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
       evidence.baselines_stored = true;
     }
   }
-  return evidence.decide();
+  ProfileOutcome outcome = evidence.decide();
+  flagged_on_stored = cached.has_value() && outcome.verdict == Verdict::kFlagHack;
+  return outcome;
 }
 
 }  // namespace cudaagent

@@ -139,6 +139,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("baselines").begin_object().field(
       "source", baselines_cached ? "store" : baselines.eager.empty() ? "not measured" : "measured");
   json.field("key", baseline_key).field("stored", baselines_stored);
+  json.field("rechecked_after_stored_flag", rechecked);
   json.field("calls_per_round", baselines.calls_per_round);
   json.field("input_bytes", baselines.input_bytes).field("output_bytes", baselines.output_bytes);
   json.key("compile").begin_object().field("mode", s.compile_mode);

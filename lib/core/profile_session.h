@@ -49,6 +49,7 @@ struct ProfileEvidence {
   bool baselines_cached = false;
   bool baselines_sound = false;  // complete, from this run: fit for the store
   bool baselines_stored = false;
+  bool rechecked = false;  // a second measurement, because stored baselines flagged the candidate
   std::string baseline_device_json = "{}";
   RoundSamples candidate;
   RoundClocks candidate_clocks;

@@ -91,6 +91,9 @@ class Profiler {
   // Profiles one candidate. Every failure of the candidate is a verdict in the outcome; machinery
   // failures are INFRA_ERROR; a Status only when the request is unusable (unreadable workspace).
   // `log` receives progress lines for people (device lock waits, baseline cache hits).
+  // A candidate flagged against baselines from the store is measured again beside fresh ones
+  // before the flag stands: stored baselines come from another moment of the machine, and an
+  // unpaired comparison must not cost an honest candidate its reward.
   Result<ProfileOutcome> profile(const ProfileRequest& request,
                                  const std::function<void(const std::string&)>& log = {});
 
@@ -104,6 +107,10 @@ class Profiler {
 
  private:
   Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<ProfileWorkers> workers);
+  // One measurement; `flagged_on_stored` is set when it withheld reward with stored baselines.
+  Result<ProfileOutcome> profile_once(const ProfileRequest& request, bool use_store,
+                                      const std::function<void(const std::string&)>& log,
+                                      bool& flagged_on_stored);
   ProfileSettings settings_;
   TorchEnv torch_;
   std::unique_ptr<ProfileWorkers> workers_;
