@@ -53,7 +53,7 @@ def main():
     tasks.sort(key=lambda path: order.index(lib.task_note(open(path).read(), "class"))
                if lib.task_note(open(path).read(), "class") in order else len(order))
     os.makedirs(args.out, exist_ok=True)
-    work = os.path.join(args.out, "work-aa")
+    work = lib.work_dir(args, "aa")
 
     # Workspaces, interleaved by repeat.
     names, notes, workspaces = [], {}, []
@@ -149,7 +149,7 @@ def main():
                                                 t["eager_cv_median"] <= args.goal_cv for t in long_tasks),
     }
     coverage = {"planned": len(workspaces), "records": len(records), "exit_status": status,
-                "stopped_by_budget": status is None, "wall_s": wall}
+                "stopped_by_budget": status is None and len(records) < len(workspaces), "wall_s": wall}
     summary = {"benchmark": "profile A-A (issue 4, benchmark 2)",
                "environment": lib.environment(python, torch_version, args),
                "settings": {"repeats": args.repeats, "profile_args": settings, "goal_same": args.goal_same,
@@ -161,7 +161,7 @@ def main():
           f"{args.repeats} repeats x {len(names)} tasks, rounds {args.rounds} x {args.round_ms:g} ms "
           f"(at most {args.max_calls} calls), sandbox {'off' if args.no_sandbox else 'on'}")
     print(f"{len(records)} of {len(workspaces)} records in {wall:.1f} s"
-          + (" (stopped by --budget-s)" if status is None else f", profile exit {status}"))
+          + (" (stopped by --budget-s)" if coverage["stopped_by_budget"] else f", profile exit {status}"))
     print(lib.table(
         ["task", "intended", "eager ms", "class", "same", "faster/slower", "speedup med [min,max]",
          "CI width", "cv call", "cv in round", "cv of medians", "cand/eager", "not PASS"],

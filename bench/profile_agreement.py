@@ -67,7 +67,7 @@ def main():
     if not tasks:
         sys.exit("no task files")
     os.makedirs(args.out, exist_ok=True)
-    work = os.path.join(args.out, "work-agreement")
+    work = lib.work_dir(args, "agreement")
     names = []
     for path in tasks:
         name = os.path.splitext(os.path.basename(path))[0]
@@ -94,7 +94,8 @@ def main():
         command = lib.profile_command(args, python, settings) + [os.path.join(work, n) for n in chosen]
         status, wall, records = lib.run_until(command, path, log, until(share))
         return ({r.get("id"): lib.profile_of(r) for r in records},
-                {"tasks": len(chosen), "records": len(records), "exit": status, "stopped_by_budget": status is None,
+                {"tasks": len(chosen), "records": len(records), "exit": status,
+                 "stopped_by_budget": status is None and len(records) < len(chosen),
                  "wall_s": wall, "args": settings})
 
     def plain(arm, variant, chosen, share):
@@ -107,7 +108,7 @@ def main():
                    "--arms", arm, "--compile-mode", args.compile_mode, "--reps", str(args.plain_reps),
                    "--max-arm-ms", str(args.plain_max_arm_ms), "--warmup-ms", "100"] + VARIANTS[variant] + \
             [os.path.join(work, n, "model.py") for n in chosen]
-        _, wall, _ = lib.run_until(command, out + ".stdout", log, until(share))
+        _, wall, _ = lib.run_until(command, os.path.join(work, f"plain-{arm}-{variant}.stdout"), log, until(share))
         found = {}
         for row in lib.read_records(out):
             entry = (row.get("arms") or {}).get(arm) or {}

@@ -5,6 +5,7 @@ Standard library only: the scripts run under any python3; torch is needed only b
 handed to cudaagent-profile and plain_timing.py.
 """
 
+import atexit
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,8 +54,21 @@ def common_arguments(parser, budget_s):
                         help="wall-clock budget; work not started by then is skipped and reported as such")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="pass --no-sandbox --allow-unsandboxed to cudaagent-profile (a diagnostic)")
+    parser.add_argument("--work", default="", help="where workspaces and the store go (default: a temporary "
+                        "directory, removed at the end; OUT gets only results)")
     parser.add_argument("--profile-arg", action="append", default=[],
                         help="extra argument for cudaagent-profile (repeatable)")
+
+
+def work_dir(args, name):
+    """args.work/name, or a temporary directory removed when the script ends."""
+    if args.work:
+        path = os.path.join(os.path.abspath(args.work), name)
+        os.makedirs(path, exist_ok=True)
+        return path
+    path = tempfile.mkdtemp(prefix=f"cudaagent-bench-{name}-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def find_python(requested):

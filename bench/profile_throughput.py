@@ -90,8 +90,9 @@ def main():
     task = os.path.join(example, "model.py")
     with open(task) as f:
         model_py = f.read()
-    candidates = make_candidates(args, example, os.path.join(args.out, "work-throughput"))
-    db = os.path.join(args.out, "throughput.db")
+    work = lib.work_dir(args, "throughput")
+    candidates = make_candidates(args, example, os.path.join(work, "candidates"))
+    db = os.path.join(work, "throughput.db")
     if os.path.exists(db):
         os.remove(db)
     log = os.path.join(args.out, "throughput-log.txt")

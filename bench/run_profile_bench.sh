@@ -23,8 +23,8 @@ if [[ $device == cuda ]]; then
 fi
 
 # Warm-up: the extension objects of both kinds of workspace (the self-candidate and the example).
-warm=$out/work-warmup
-rm -rf "$warm" && mkdir -p "$warm"
+warm=$(mktemp -d)
+trap 'rm -rf "$warm"' EXIT
 cp -r "$here/../share/examples/workspaces/bias-relu-$device" "$warm/example"
 python3 "$here/profile_bench_lib.py" self-workspace "$warm/self" "$here/tasks/aa/relu_tiny.py" "$device"
 "$bin/cudaagent-profile" --quiet --device "$device" --compile-mode none --rounds 2 --round-ms 1 \
