@@ -68,11 +68,13 @@ def main():
         sys.exit("no task files")
     os.makedirs(args.out, exist_ok=True)
     work = lib.work_dir(args, "agreement")
-    names = []
+    names, estimates = [], {}
     for path in tasks:
         name = os.path.splitext(os.path.basename(path))[0]
-        lib.self_workspace(os.path.join(work, name), lib.sized_task(path, args.device))
+        source = lib.sized_task(path, args.device)
+        lib.self_workspace(os.path.join(work, name), source)
         names.append(name)
+        estimates[name] = lib.task_note(source, "estimate")
     wanted = names if args.compile_tasks == "all" else [n for n in args.compile_tasks.split(",") if n]
     compile_names = [] if args.compile_mode == "none" else [n for n in names if n in wanted]
     unknown = [n for n in wanted if n not in names]
@@ -135,7 +137,7 @@ def main():
     for name in names:
         p, c = eager_profile.get(name) or {}, compile_profile.get(name) or {}
         e_times, c_times = p.get("times_ms") or {}, c.get("times_ms") or {}
-        row = {"task": name, "eager_verdict": p.get("verdict"), "compile_verdict": c.get("verdict"),
+        row = {"task": name, "estimate": estimates[name], "eager_verdict": p.get("verdict"), "compile_verdict": c.get("verdict"),
                "profile_eager_ms": (e_times.get("eager") or {}).get("median"),
                "profile_eager_cv": (e_times.get("eager") or {}).get("cv"),
                "profile_eager_ms_compile_run": (c_times.get("eager") or {}).get("median"),

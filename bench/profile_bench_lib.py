@@ -105,8 +105,8 @@ def sized_task(path, device):
 
 def task_note(source, key):
     """'# key: value' lines of a task file (e.g. '# class: 100us-1ms', '# estimate: ...')."""
-    found = re.search(rf"^# {key}: (.*)$", source, re.M)
-    return found.group(1).strip() if found else ""
+    found = re.search(rf"^# {key}: (.*(?:\n#   .*)*)", source, re.M)
+    return re.sub(r"\s*\n#\s+", " ", found.group(1)).strip() if found else ""
 
 
 def self_workspace(directory, model_py):
