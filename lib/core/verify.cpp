@@ -11,10 +11,8 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <future>
 #include <optional>
 #include <cstring>
-#include <random>
 
 #include "cudaagent/gpu_keeper.h"
 #include "cudaagent/json_writer.h"
@@ -25,6 +23,7 @@
 #include "cudaagent/tensor_file.h"
 #include "cudaagent/version.h"
 #include "cudaagent/workspace.h"
+#include "verify_reference.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
@@ -69,6 +68,7 @@ struct Evidence {
   std::string snapshot_hash;
   std::string candidate_stderr;
   std::vector<std::string> sandbox_layers;
+  bool reference_prefetched = false;
 };
 
 // The environment of every harness process. USER/LOGNAME: the sandbox has no /etc/passwd, and
@@ -84,11 +84,6 @@ std::vector<std::string> harness_env(const std::string& home) {
 // Bump when the judgement rules change, so stored verdicts of older rules are not reused.
 constexpr int kVerifyRules = 1;
 
-std::uint64_t private_seed() {
-  std::random_device device;  // /dev/urandom: nothing the candidate can predict or observe
-  return (static_cast<std::uint64_t>(device()) << 32 | device()) & ((1ull << 62) - 1);
-}
-
 }  // namespace
 
 // Directory layout under one private root (0700), so that each worker's sandbox binds fixed
@@ -103,9 +98,12 @@ struct VerifyWorkers {
   // With --device cuda: holds the GPU open so each job's CUDA start is not a cold one.
   std::optional<GpuKeeper> keeper;
   std::unique_ptr<HarnessWorker> reference, candidate;
+  // With prefetching: the next reference of the last task, made while the agent edits.
+  std::unique_ptr<ReferenceJob> prefetched;
   std::uint64_t jobs = 0;
   ~VerifyWorkers() {
-    // Workers first: their sandboxes hold binds below the root.
+    prefetched.reset();  // waits for its run: it uses the reference worker
+    // Workers next: their sandboxes hold binds below the root.
     reference.reset();
     candidate.reset();
   }
@@ -252,6 +250,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
       out.end_array().end_object();
     }
     if (!evidence.candidate_stderr.empty()) out.field("candidate_stderr", evidence.candidate_stderr);
+    if (evidence.reference_prefetched) out.field("reference_prefetched", true);
     out.key("sandbox").begin_object().field("launcher", settings_.sandbox_summary);
     out.key("layers").begin_array();
     for (const auto& layer : evidence.sandbox_layers) out.value(layer);
@@ -323,58 +322,51 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   // under reference/, the built workspace work/ and the candidate's out/ under candidate/.
   VerifyWorkers& workers = *workers_;
   const std::string job_name = "job-" + std::to_string(++workers.jobs);
-  const std::string task = workers.reference_in + "/" + job_name,
-                    reference_dir = workers.reference_out + "/" + job_name,
-                    ref_made = reference_dir + "/ref", expect = reference_dir + "/expect",
-                    candidate_in = workers.candidate_in + "/" + job_name,
+  const std::string candidate_in = workers.candidate_in + "/" + job_name,
                     work = candidate_in + "/work", ref = candidate_in + "/ref",
                     cand = workers.candidate_out + "/" + job_name;
   const bool keep = settings_.keep_job_dirs;
-  RemovedTree remove_task(task, keep), remove_reference(reference_dir, keep),
-      remove_candidate_in(candidate_in, keep), remove_cand(cand, keep);
-  if (!make_directories(task) || !make_directories(ref_made) || !make_directories(expect) ||
-      !make_directories(candidate_in) || !make_directories(cand) ||
-      !write_file_atomically(task + "/model.py", request.model_py)) {
+  RemovedTree remove_candidate_in(candidate_in, keep), remove_cand(cand, keep);
+  if (!make_directories(candidate_in) || !make_directories(cand)) {
     return finish(Verdict::kInfraError, "cannot prepare the job's directories in " + cudaagent::quoted(workers.root));
   }
   if (auto status = materialize(snapshot.value(), protected_files, work); !status) {
     return finish(Verdict::kInfraError, status.message());
   }
 
-  // 3. Build, while both workers start (a no-op when they are already running).
-  if (auto launched = workers.reference->launch(); !launched) {
-    return finish(Verdict::kInfraError, "reference worker: " + launched.message());
+  // 3. The reference: the one prefetched for this task, else a fresh child of the reference
+  // worker with a private seed, running while the candidate builds (and both workers start).
+  const std::string harness = share + "/harness";
+  const std::string checks = std::to_string(settings_.checks);
+  const auto reference_spec = [&](const std::string& name) {
+    ReferenceJobSpec spec;
+    spec.model_py = request.model_py;
+    spec.task_dir = workers.reference_in + "/" + name;
+    spec.out_dir = workers.reference_out + "/" + name;
+    spec.harness_dir = harness;
+    spec.device = settings_.device;
+    spec.checks = settings_.checks;
+    spec.timeout_seconds = settings_.reference_timeout_seconds;
+    spec.keep_dirs = keep;
+    return spec;
+  };
+  std::unique_ptr<ReferenceJob> reference_job;
+  if (workers.prefetched && workers.prefetched->task_hash() == sha256_hex(request.model_py)) {
+    reference_job = std::move(workers.prefetched);
+    evidence.reference_prefetched = true;
+  } else {
+    workers.prefetched.reset();  // another task's: waited for, then dropped
+    if (auto launched = workers.reference->launch(); !launched) {
+      return finish(Verdict::kInfraError, "reference worker: " + launched.message());
+    }
+    auto started_reference = ReferenceJob::start(*workers.reference, reference_spec(job_name));
+    if (!started_reference) return finish(Verdict::kInfraError, started_reference.status().message());
+    reference_job = std::move(started_reference).value();
   }
   if (auto launched = workers.candidate->launch(); !launched) {
     return finish(Verdict::kInfraError, "candidate worker: " + launched.message());
   }
-  // 4. The reference, in a fresh child of the reference worker, with a private seed on stdin.
-  // It needs nothing of the candidate's, so it runs while the candidate builds.
-  const std::string harness = share + "/harness";
-  const std::string checks = std::to_string(settings_.checks);
-  HarnessJob reference;
-  reference.script = harness + "/reference.py";
-  reference.args = {"--task", task + "/model.py", "--out", ref_made, "--private", expect,
-                    "--checks", checks, "--device", settings_.device};
-  reference.stdin_data = std::to_string(private_seed()) + "\n";
-  reference.timeout_seconds = settings_.reference_timeout_seconds;
-  reference.limits.file_size_bytes = std::uint64_t{8} << 30;
-  struct ReferenceRun {
-    Result<double> warm_wait = 0.0;
-    Result<ProcessResult> run = Status::error("not run");
-    double seconds = 0;
-  };
-  // Declared after everything it reads: on an early return it is joined before they go.
-  std::future<ReferenceRun> reference_future =
-      std::async(std::launch::async, [&workers, &reference] {
-        ReferenceRun out;
-        out.warm_wait = workers.reference->warm_up();
-        if (!out.warm_wait) return out;
-        const auto start = SteadyClock::now();
-        out.run = workers.reference->run(reference);
-        out.seconds = since(start);
-        return out;
-      });
+  const std::string expect = reference_job->expect_dir();
 
   phase = SteadyClock::now();
   BuildOptions build_options = settings_.build;
@@ -393,6 +385,8 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   evidence.build = built.value();
   evidence.built = true;
   if (!evidence.build.ok) {
+    // Its reference was never handed to a candidate: still private, it serves the next one.
+    if (settings_.prefetch_reference && !workers.prefetched) workers.prefetched = std::move(reference_job);
     const std::string& diagnostics = evidence.build.diagnostics;
     return finish(Verdict::kFailCompile,
                   diagnostics.empty() ? "the build failed: " + last_line(evidence.build.log)
@@ -401,7 +395,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
 
   // The reference's result, waited for after the build.
   phase = SteadyClock::now();
-  ReferenceRun reference_done = reference_future.get();
+  ReferenceRun reference_done = reference_job->wait();
   if (!reference_done.warm_wait) {
     return finish(Verdict::kInfraError, "reference worker: " + reference_done.warm_wait.status().message());
   } else if (reference_done.warm_wait.value() > 0) {
@@ -424,8 +418,13 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   // What the candidate may read moves over to its side; expect/ stays behind.
   std::error_code moved;
   fs::remove(ref, moved);
-  fs::rename(ref_made, ref, moved);
+  fs::rename(reference_job->made_dir(), ref, moved);
   if (moved) return finish(Verdict::kInfraError, "cannot hand the reference's data over: " + moved.message());
+  if (settings_.prefetch_reference) {
+    // The reference worker is free: the next candidate's reference starts now.
+    auto next = ReferenceJob::start(*workers.reference, reference_spec("prefetch-" + std::to_string(++workers.jobs)));
+    if (next) workers.prefetched = std::move(next).value();
+  }
 
   // 5. The candidate, in a fresh child of the sandboxed candidate worker.
   if (auto warm = workers.candidate->warm_up(); !warm) {

@@ -184,6 +184,9 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+  app.add_flag("--prefetch-reference", s.prefetch_reference, "After each candidate, make the next "
+               "reference of its task (fresh seed) while the next candidate is written: for an "
+               "agent's loop over one task");
   app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
                "for diagnostics (a fraction of a second; nothing is built or run)");
 }

@@ -33,6 +33,11 @@ struct VerifySettings {
   std::string policy_path;        // allowed ATen ops; empty: share/harness/policy.json
   std::string scratch_dir = "/tmp";  // job directories are created (0700) and removed here
   bool keep_job_dirs = false;     // for debugging the harness
+  // After each candidate, start the next reference of its task (fresh private seed) while the
+  // agent edits: the next candidate of that task skips the wait for its reference. A candidate of
+  // another task waits for it to end first, so use it where candidates of one task follow each
+  // other (an agent's episode), not on mixed batches.
+  bool prefetch_reference = false;
   // Wraps a process in the OS sandbox: it may read `readable` (besides the system and the
   // harness) and write only `writable`. Not set: processes run unsandboxed (the tool refuses that
   // unless the user asks for it).
