@@ -106,6 +106,9 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }
+  if (!settings.kernel_trace_library.empty() && settings.device != "cuda") {
+    return Status::error("the kernel trace needs --device cuda");
+  }
   auto torch = find_torch(settings.python, settings.cache_dir);
   if (!torch) return torch.status();
   if (settings.device == "cuda" && !torch.value().cuda_available) {
@@ -146,9 +149,11 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
     return std::make_unique<HarnessWorker>(std::move(options));
   };
   workers->baseline = worker("baseline", {harness, workers->baseline_in}, {workers->baseline_out}, "");
-  // kernel_trace: the CUPTI injection library enters the candidate's worker here; its children
-  // (the timing sessions) initialise CUDA with it.
-  workers->candidate = worker("candidate", {harness, workers->candidate_in}, {workers->candidate_out},
+  // kernel_trace: the CUPTI injection library enters the candidate's worker here (readable in its
+  // sandbox); its children (the timing sessions) initialise CUDA with it.
+  std::vector<std::string> candidate_readable = {harness, workers->candidate_in};
+  if (!settings.kernel_trace_library.empty()) candidate_readable.push_back(settings.kernel_trace_library);
+  workers->candidate = worker("candidate", candidate_readable, {workers->candidate_out},
                               settings.kernel_trace_library);
   return Profiler(std::move(settings), std::move(torch).value(), std::move(workers));
 }
