@@ -47,7 +47,13 @@ std::vector<std::string> harness_env(const std::string& home, const std::string&
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
     env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
   }
-  if (!injection.empty()) env.push_back("CUDA_INJECTION64_PATH=" + injection);
+  if (!injection.empty()) {
+    env.push_back("CUDA_INJECTION64_PATH=" + injection);
+    // The injection library's own knobs (which CUPTI to open; provenance off), when set here.
+    for (const char* name : {"CUDAAGENT_CUPTI_LIBRARY", "CUDAAGENT_CUPTI_PROVENANCE"}) {
+      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+    }
+  }
   return env;
 }
 
