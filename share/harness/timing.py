@@ -279,10 +279,11 @@ def flush_kernel_trace():
         return None
     try:
         lib = ctypes.CDLL(path)  # the driver's handle: already loaded, not loaded again
-    except OSError:
+        flush = lib.cudaagent_cupti_flush
+    except (OSError, AttributeError):
         return None
-    lib.cudaagent_cupti_flush.restype = ctypes.c_int
-    return int(lib.cudaagent_cupti_flush())
+    flush.restype = ctypes.c_int
+    return int(flush())
 
 
 def main():
