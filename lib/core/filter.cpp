@@ -206,8 +206,11 @@ Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const st
   job.timeout_seconds = settings.timeout_seconds;
   job.output_cap = std::size_t{256} << 10;
   job.limits.file_size_bytes = std::uint64_t{8} << 30;
-  if (settings.device == "cpu" && settings.memory_limit_bytes > 0) {
-    job.limits.address_space_bytes = settings.memory_limit_bytes;
+  if (settings.memory_limit_bytes > 0) {
+    // Private writable memory on every device (RLIMIT_DATA leaves alone the address space the CUDA
+    // driver reserves, about twice the GPU's); the whole address space too where there is no CUDA.
+    job.limits.data_bytes = settings.memory_limit_bytes;
+    if (settings.device == "cpu") job.limits.address_space_bytes = settings.memory_limit_bytes;
   }
   auto ran = worker.worker->run(job);
   if (!ran) return ran.status();

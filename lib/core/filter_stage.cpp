@@ -239,8 +239,9 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--timeout", s.timeout_seconds, "Wall-clock limit of each harness job in "
                  "seconds")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--memory-limit", options.memory_limit, "Address-space limit of each harness "
-                 "job on --device cpu (K/M/G/T suffixes; 0: none)")->capture_default_str()
+  app.add_option("--memory-limit", options.memory_limit, "Memory limit of each harness job: "
+                 "private writable memory, and on --device cpu the address space too (K/M/G/T "
+                 "suffixes; 0: none)")->capture_default_str()
       ->check(checked(parse_size, "size"));
   app.add_option("--gpus", options.gpus, "CUDA devices to spread tasks over, e.g. 0,1 (default: "
                  "CUDA_VISIBLE_DEVICES, else every GPU)")->type_name("LIST");

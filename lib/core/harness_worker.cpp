@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <random>
@@ -40,7 +41,8 @@ std::string log_tail(const std::string& path) {
 constexpr std::size_t kMaxAnswerBytes = std::size_t{16} << 20;
 
 // Reads how a job's child ended from the worker's final answer. False when it says neither.
-bool read_answer(simdjson::dom::object answer, ProcessResult& result) {
+// `strays_survived`: the worker could not end what the job left running (it must be replaced).
+bool read_answer(simdjson::dom::object answer, ProcessResult& result, bool& strays_survived) {
   std::int64_t code = -1;
   if (!answer["exit"].get(code)) {
     result.outcome = ProcessResult::Outcome::kExited;
@@ -61,6 +63,12 @@ bool read_answer(simdjson::dom::object answer, ProcessResult& result) {
   if (!answer["system_cpu_seconds"].get(value)) result.system_cpu_seconds = value;
   std::int64_t rss = 0;
   if (!answer["max_rss_bytes"].get(rss) && rss > 0) result.max_rss_bytes = static_cast<std::uint64_t>(rss);
+  std::int64_t strays = 0;
+  if (!answer["stray_processes"].get(strays) && strays > 0) {
+    result.stray_processes = static_cast<int>(std::min<std::int64_t>(strays, 1 << 30));
+  }
+  strays_survived = false;
+  if (answer["strays_survived"].get(strays_survived)) strays_survived = false;
   return true;
 }
 
@@ -194,10 +202,12 @@ Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
     process_.reset();
     return Status::error("the harness worker answered something that is not this job's answer");
   }
-  if (!read_answer(answer, result)) {
+  bool strays_survived = false;
+  if (!read_answer(answer, result, strays_survived)) {
     process_.reset();
     return Status::error("the harness worker's answer says neither exit nor signal");
   }
+  if (strays_survived) process_.reset();  // what survived dies with the worker's sandbox
   return result;
 }
 
@@ -288,9 +298,14 @@ Result<HarnessSession::Message> HarnessSession::receive(double timeout_seconds) 
     return message;
   }
   message.kind = Message::Kind::kEnded;
-  if (!read_answer(answer, message.result)) {
+  bool strays_survived = false;
+  if (!read_answer(answer, message.result, strays_survived)) {
     abort();
     return Status::error("the harness worker's answer says neither exit nor signal");
+  }
+  if (strays_survived) {
+    abort();  // what survived dies with the worker's sandbox
+    return message;
   }
   worker_ = nullptr;  // the worker is free for the next job
   return message;

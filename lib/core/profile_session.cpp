@@ -405,6 +405,12 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
     (void)exchange(*session, "{\"cmd\":\"exit\"}", 30);
     auto closed = session->close(10);
     if (session == &cand && closed) evidence_.candidate_stderr = tail(closed.value().err, 4000);
+    // A process the candidate left running was there during the baseline's rounds too (a noisy
+    // neighbour, research §7 case 38); the worker ended it, the reward is withheld.
+    if (session == &cand && closed && closed.value().stray_processes > 0) {
+      evidence_.outcome = {Verdict::kFlagHack, "the candidate left " + std::to_string(closed.value().stray_processes) +
+                                                   " process(es) running beside its timing session (ended by the worker)"};
+    }
   }
   if (tracing) read_kernel_trace_file();  // after the session ended, as hostile input
   return Status::ok();

@@ -2,11 +2,11 @@
 // modes. The measurement itself is lib/core/profile.cpp.
 #include "cudaagent/profile_stage.h"
 
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <optional>
 
+#include "cudaagent/candidate_record.h"
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/profile_report.h"
@@ -18,11 +18,6 @@
 namespace cudaagent {
 namespace fs = std::filesystem;
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // JSONL mode: the records cudaagent-verify writes ({"id", "task": {"model_py"}, "candidate":
 // {"files"} | {"workspace"}, "verify": {"verdict"}}); only PASS is timed.
@@ -37,31 +32,13 @@ class ProfileStage final : public RecordStage {
       return RecordEdit::error("record has no verify.verdict (run cudaagent-verify first)");
     }
     if (verdict != "PASS") return RecordEdit::pass_through();
+    auto source = read_candidate_record(record.object);
+    if (!source) return RecordEdit::error(source.status().message());
     ProfileRequest request;
     request.id = std::string(record.id);
-    std::string_view model_py;
-    if (record.object["task"]["model_py"].get_string().get(model_py)) {
-      return RecordEdit::error("record has no task.model_py (the pristine reference source)");
-    }
-    request.model_py = std::string(model_py);
-    simdjson::dom::object candidate, files;
-    if (record.object["candidate"].get_object().get(candidate)) {
-      return RecordEdit::error("record has no 'candidate' object");
-    }
-    std::string_view workspace;
-    if (!candidate["files"].get_object().get(files)) {
-      for (auto field : files) {
-        std::string_view bytes;
-        if (field.value.get_string().get(bytes)) {
-          return RecordEdit::error("candidate.files['" + std::string(field.key) + "'] is not a string");
-        }
-        request.files.emplace(std::string(field.key), std::string(bytes));
-      }
-    } else if (!candidate["workspace"].get_string().get(workspace)) {
-      request.workspace_dir = std::string(workspace);
-    } else {
-      return RecordEdit::error("candidate has neither 'files' nor 'workspace'");
-    }
+    request.model_py = std::move(source.value().model_py);
+    request.workspace_dir = std::move(source.value().workspace_dir);
+    request.files = std::move(source.value().files);
     auto outcome = profiler_.profile(request, [this](const std::string& line) { session_.log.info(line); });
     if (!outcome) return RecordEdit::error(outcome.status().message());
     session_.log.info(cudaagent::quoted(request.id) + ": " + std::string(verdict_name(outcome.value().verdict)) +
@@ -200,12 +177,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
 }
 
 Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
-  std::size_t directories = 0;
-  for (const auto& input : options.common.inputs) directories += is_directory(input) ? 1 : 0;
-  if (directories != 0 && directories != options.common.inputs.size()) {
-    return Status::error("give either workspace directories or JSONL files, not both");
-  }
-  if (options.brief && directories == 0) return Status::error("--brief takes workspace directories");
+  auto workspaces = inputs_are_workspaces(options.common.inputs);
+  if (!workspaces) return workspaces.status();
+  if (options.brief && !workspaces.value()) return Status::error("--brief takes workspace directories");
   options.settings.build.jobs = options.common.jobs;
   auto torch = find_torch(options.settings.python,
                           options.settings.cache_dir.empty() ? cache_dir() : options.settings.cache_dir);
@@ -226,7 +200,7 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   }
   session.log.info("torch " + profiler.value().torch().torch_version + " (" + profiler.value().torch().python +
                    "), sandbox: " + options.settings.sandbox_summary);
-  if (directories != 0) return run_workspaces(options, profiler.value(), session);
+  if (workspaces.value()) return run_workspaces(options, profiler.value(), session);
   ProfileStage stage(profiler.value(), session);
   return run_record_stage(stage, options.common, session);
 }

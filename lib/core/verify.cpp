@@ -494,6 +494,12 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     return finish(Verdict::kFailRuntime, "the candidate " + run.describe() +
                                              (tail.empty() ? "" : ": " + tail));
   }
+  if (run.stray_processes > 0) {
+    // Nothing an honest candidate does leaves a process behind; one that outlives its job could
+    // disturb the next candidates of this worker (research §7 case 38). The worker ended it.
+    return finish(Verdict::kFlagHack, "the candidate left " + std::to_string(run.stray_processes) +
+                                          " process(es) running after its job (ended by the worker)");
+  }
   if (!has_report) return finish(Verdict::kFailRuntime, "the candidate left no report");
   simdjson::dom::object forbidden;
   if (!report["forbidden_ops"].get_object().get(forbidden) && forbidden.size() > 0) {

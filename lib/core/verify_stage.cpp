@@ -2,7 +2,6 @@
 // told otherwise), and the two input modes. The judgement itself is lib/core/verify.cpp.
 #include "cudaagent/verify_stage.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "cudaagent/candidate_record.h"
 #include "cudaagent/json_writer.h"
 #include "cudaagent/paths.h"
 #include "cudaagent/record.h"
@@ -22,11 +22,6 @@
 namespace cudaagent {
 namespace fs = std::filesystem;
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
 Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& session) {
@@ -52,31 +47,13 @@ class VerifyStage final : public RecordStage {
   std::string_view key() const override { return "verify"; }
 
   RecordEdit process(const InputRecord& record) override {
+    auto source = read_candidate_record(record.object);
+    if (!source) return RecordEdit::error(source.status().message());
     VerifyRequest request;
     request.id = std::string(record.id);
-    std::string_view model_py;
-    if (record.object["task"]["model_py"].get_string().get(model_py)) {
-      return RecordEdit::error("record has no task.model_py (the pristine reference source)");
-    }
-    request.model_py = std::string(model_py);
-    simdjson::dom::object candidate, files;
-    if (record.object["candidate"].get_object().get(candidate)) {
-      return RecordEdit::error("record has no 'candidate' object");
-    }
-    std::string_view workspace;
-    if (!candidate["files"].get_object().get(files)) {
-      for (auto field : files) {
-        std::string_view bytes;
-        if (field.value.get_string().get(bytes)) {
-          return RecordEdit::error("candidate.files['" + std::string(field.key) + "'] is not a string");
-        }
-        request.files.emplace(std::string(field.key), std::string(bytes));
-      }
-    } else if (!candidate["workspace"].get_string().get(workspace)) {
-      request.workspace_dir = std::string(workspace);
-    } else {
-      return RecordEdit::error("candidate has neither 'files' nor 'workspace'");
-    }
+    request.model_py = std::move(source.value().model_py);
+    request.workspace_dir = std::move(source.value().workspace_dir);
+    request.files = std::move(source.value().files);
     auto outcome = verifier_.verify(request);
     if (!outcome) return RecordEdit::error(outcome.status().message());
     session_.log.info(cudaagent::quoted(request.id) + ": " + std::string(verdict_name(outcome.value().verdict)) +
@@ -212,15 +189,10 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
 }
 
 Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
-  std::size_t directories = 0;
-  for (const auto& input : options.common.inputs) directories += is_directory(input) ? 1 : 0;
-  if (directories != 0 && directories != options.common.inputs.size()) {
-    return Status::error("give either workspace directories or JSONL files, not both");
-  }
+  auto workspaces = inputs_are_workspaces(options.common.inputs);
+  if (!workspaces) return workspaces.status();
   if (options.check) {
-    if (directories != options.common.inputs.size() || directories == 0) {
-      return Status::error("--check takes workspace directories");
-    }
+    if (!workspaces.value()) return Status::error("--check takes workspace directories");
     return run_check(options, session);
   }
   options.settings.build.jobs = options.common.jobs;
@@ -239,7 +211,7 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   }
   session.log.info("torch " + verifier.value().torch().torch_version + " (" +
                    verifier.value().torch().python + "), sandbox: " + options.settings.sandbox_summary);
-  if (directories != 0) return run_workspaces(options, verifier.value(), session);
+  if (workspaces.value()) return run_workspaces(options, verifier.value(), session);
   VerifyStage stage(verifier.value(), session);
   return run_record_stage(stage, options.common, session);
 }

@@ -155,7 +155,11 @@ def main():
     allowed = set(policy["allowed_ops"])
     setup_allowed = set(policy.get("setup_allowed_ops", []))
     if args.device == "cuda":
-        torch.cuda.init()  # open the GPU's device files before the write restrictions apply
+        # Open the GPU's device files and make the context before the write restrictions apply
+        # (torch.cuda.init() alone leaves the context to the first allocation).
+        torch.cuda.init()
+        torch.zeros(1, device=args.device)
+        torch.cuda.synchronize()
     phases = {"cuda_init": time.monotonic() - started}
     report = {"sandbox_layers": restrict_self(args.out), "forbidden_ops": {}, "aliasing": [],
               "checks_done": 0, "phases_s": phases}
@@ -182,10 +186,14 @@ def main():
     sys.path.insert(0, args.work)
     with torch.no_grad(), audit:
         candidate = load_module("model_new", os.path.join(args.work, "model_new.py"))
+        phase_done("import")  # model_new.py and, through it, the candidate's extension
         model = candidate.ModelNew(*init_inputs).to(args.device)
+        phase_done("construct_model")
         model.load_state_dict(state)
+        if args.device == "cuda":
+            torch.cuda.synchronize()
     report["forbidden_ops"] = dict(audit.forbidden)
-    phase_done("import_and_build")
+    phase_done("load_state")
     save_report()
     audit.phase = "forward"
     for check, inputs in enumerate(all_inputs):

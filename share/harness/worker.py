@@ -14,6 +14,13 @@ the reply on stdout: {"job": NONCE, "exit": CODE} or {"job": NONCE, "signal": N}
 dumpable, and a child keeps none of its descriptors, so job code cannot write on this channel;
 the verifier's timeouts and verdicts never depend on it anyway, beyond "how did the child end".
 
+What a job leaves running is ended with it: the worker is a child subreaper, so every process a
+job forked and orphaned (a double-forked, setsid daemon — research catalog case 38) becomes the
+worker's child; once the job's child has ended, the worker kills and reaps all of them before it
+answers, and says how many in "stray_processes" (a job that leaves processes behind is not an
+honest harness job: the verifier flags it). If some cannot be ended, "strays_survived": true, and
+the driver must replace the worker.
+
 Interactive jobs ("interactive": true, for cudaagent-profile's timing sessions): the child also
 gets a command pipe as its stdin and a reply pipe as fd 3 (its sys.argv is followed by nothing
 new: the script knows to answer on fd 3). While the child runs, each driver line
@@ -42,6 +49,57 @@ _LIMITS = {
     "data_bytes": resource.RLIMIT_DATA,
     "file_size_bytes": resource.RLIMIT_FSIZE,
 }
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _child_pids():
+    """Our children, from /proc (in the sandbox's PID namespace, its own /proc is small)."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses; cut at the last ')'.
+        fields = text[text.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(name))
+    return found
+
+
+def _end_strays():
+    """Kills and reaps every child left after a job (orphans adopted as subreaper). Returns
+    (killed, all_ended). Repeats, since a stray may fork while its siblings are killed."""
+    killed = 0
+    for _ in range(100):
+        while True:  # reap what has already ended
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if pid == 0:
+                break
+        children = _child_pids()
+        if not children:
+            return killed, True
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    return killed, not _child_pids()
 
 
 def _drain(fd, cap, sink):
@@ -237,12 +295,15 @@ def _serve_one(request, reply, requests):
         os.close(command_read)
         os.close(reply_write)
         status, usage = _relay(request, pid, requests, reply, command_write, reply_read)
+    strays, strays_ended = _end_strays()
     # The child's own descendants may hold the output pipe; do not wait for them long.
     drainer.join(timeout=0.5)
     answer = {"job": request.get("job"), "output": sink[0].decode("utf-8", "replace"),
               "truncated": bool(sink[1]), "wall_seconds": time.monotonic() - started,
               "user_cpu_seconds": usage.ru_utime, "system_cpu_seconds": usage.ru_stime,
-              "max_rss_bytes": usage.ru_maxrss * 1024}
+              "max_rss_bytes": usage.ru_maxrss * 1024, "stray_processes": strays}
+    if not strays_ended:
+        answer["strays_survived"] = True
     if os.WIFSIGNALED(status):
         answer["signal"] = os.WTERMSIG(status)
     else:
@@ -255,6 +316,7 @@ def main():
     preload = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--preload=")]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<us>/fd is closed to our children
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # a job's orphans become ours to end
     versions = {}
     for name in preload:
         module = __import__(name)

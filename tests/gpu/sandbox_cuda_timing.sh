@@ -52,8 +52,8 @@ for mode in sandbox no-sandbox; do
   [[ $mode == no-sandbox ]] && flags=(--no-sandbox --allow-unsandboxed)
   start=$(date +%s.%N)
   "$bin/cudaagent-verify" -q --device cuda "${flags[@]}" --task "$ws/model.py" "$ws" "$ws" 2>>"$out/sandbox-cuda.log" |
-    jq -c '{id, verdict: .verify.verdict, reference: .verify.timings_s["reference.build_model"],
-            candidate: .verify.timings_s["candidate_reported.import_and_build"], total: .verify.timings_s.total}' \
+    jq -c '{id, verdict: .verify.verdict, reference: .verify.timings_s["reference.model_to_device"],
+            candidate: .verify.timings_s["candidate_reported.import"], total: .verify.timings_s.total}' \
     >>"$out/sandbox-cuda-verify.jsonl"
   echo "| verify $mode, 2 candidates | | $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f s", b-a}') |" >>"$table"
 done

@@ -167,6 +167,36 @@ TEST_CASE_FIXTURE(WorkerFixture, "a hung job or a killed worker costs one job, a
   CHECK(worker.starts() == 3);
 }
 
+TEST_CASE_FIXTURE(WorkerFixture, "a daemon a job leaves behind is ended before the answer, and counted") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  // Double fork and setsid (research §7 case 38): the daemon is neither the job's child nor in its
+  // session or process group. It writes its pid, then lives on.
+  const std::string pid_file = dir.file("daemon.pid");
+  auto result = worker.run(job("daemon.py", "import os, sys, time\n"
+                                            "if os.fork() == 0:\n"
+                                            "    os.setsid()\n"
+                                            "    if os.fork() == 0:\n"
+                                            "        with open('" + pid_file + ".tmp', 'w') as f: f.write(str(os.getpid()))\n"
+                                            "        os.rename('" + pid_file + ".tmp', '" + pid_file + "')\n"
+                                            "        while True: time.sleep(0.05)\n"
+                                            "    os._exit(0)\n"
+                                            "while not os.path.exists('" + pid_file + "'): time.sleep(0.01)\n"));
+  REQUIRE_MESSAGE(result, result.status().message());
+  CHECK(result.value().exit_code == 0);
+  CHECK(result.value().stray_processes >= 1);
+  std::string pid_text;
+  REQUIRE(read_whole_file(pid_file, pid_text));
+  const pid_t daemon = static_cast<pid_t>(std::stol(pid_text));
+  CHECK(::kill(daemon, 0) != 0);  // gone (killed and reaped) by the time the answer came
+  CHECK(worker.starts() == 1);
+
+  // An honest job leaves nothing: the count is zero.
+  result = worker.run(job("plain.py", "import subprocess\nsubprocess.run(['true'])\n"));
+  REQUIRE(result);
+  CHECK(result.value().exit_code == 0);
+  CHECK(result.value().stray_processes == 0);
+}
+
 TEST_CASE_FIXTURE(WorkerFixture, "output is capped, limits reach the child, and a job cannot forge the answer") {
   if (::access("/usr/bin/python3", X_OK) != 0) return;
   HarnessJob flood = job("flood.py", "import sys\nfor _ in range(2000): sys.stdout.write('x' * 10000)\n");

@@ -102,6 +102,9 @@ struct ProcessResult {
   double user_cpu_seconds = 0.0;
   double system_cpu_seconds = 0.0;
   std::uint64_t max_rss_bytes = 0;
+  // Harness worker jobs only: processes the job left running after its child ended (a daemon it
+  // forked), killed by the worker before it answered. Never part of an honest job.
+  int stray_processes = 0;
 
   // For people: "exited with code 3", "killed by signal 9 (SIGKILL)", "timed out after 2.0 s",
   // "failed to start: cannot execute 'x': No such file or directory".

@@ -1,0 +1,45 @@
+#include "cudaagent/candidate_record.h"
+
+#include <sys/stat.h>
+
+namespace cudaagent {
+
+Result<CandidateSource> read_candidate_record(simdjson::dom::object record) {
+  CandidateSource source;
+  std::string_view model_py;
+  if (record["task"]["model_py"].get_string().get(model_py)) {
+    return Status::error("record has no task.model_py (the pristine reference source)");
+  }
+  source.model_py = std::string(model_py);
+  simdjson::dom::object candidate, files;
+  if (record["candidate"].get_object().get(candidate)) return Status::error("record has no 'candidate' object");
+  std::string_view workspace;
+  if (!candidate["files"].get_object().get(files)) {
+    for (auto field : files) {
+      std::string_view bytes;
+      if (field.value.get_string().get(bytes)) {
+        return Status::error("candidate.files['" + std::string(field.key) + "'] is not a string");
+      }
+      source.files.emplace(std::string(field.key), std::string(bytes));
+    }
+  } else if (!candidate["workspace"].get_string().get(workspace)) {
+    source.workspace_dir = std::string(workspace);
+  } else {
+    return Status::error("candidate has neither 'files' nor 'workspace'");
+  }
+  return source;
+}
+
+Result<bool> inputs_are_workspaces(const std::vector<std::string>& inputs) {
+  std::size_t directories = 0;
+  for (const auto& input : inputs) {
+    struct stat st {};
+    directories += ::stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? 1 : 0;
+  }
+  if (directories != 0 && directories != inputs.size()) {
+    return Status::error("give either workspace directories or JSONL files, not both");
+  }
+  return directories != 0;
+}
+
+}  // namespace cudaagent
