@@ -160,8 +160,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       }
     }
     if (!settings.kernel_trace_library.empty()) {
-      struct stat st {};
-      if (::stat(settings.kernel_trace_library.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::error_code error;
+      if (!fs::is_regular_file(settings.kernel_trace_library, error)) {
         throw CLI::ValidationError("--kernel-trace-library", "'" + settings.kernel_trace_library +
                                    "' is not a readable file");
       }
