@@ -34,6 +34,18 @@ std::string share_dir() {
   return CUDAAGENT_SOURCE_SHARE_DIR;
 }
 
+std::string installed_library(const std::string& name) {
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  const fs::path prefix = exe.parent_path().parent_path();
+  for (const fs::path& dir : {prefix / "lib", prefix / "lib64", prefix / "lib" / "x86_64-linux-gnu",
+                              prefix / "lib" / "aarch64-linux-gnu"}) {
+    if (fs::is_regular_file(dir / name, error)) return (dir / name).string();
+  }
+  return {};
+}
+
 bool make_directories(const std::string& path, unsigned mode) {
   std::error_code error;
   if (fs::is_directory(path, error)) return true;

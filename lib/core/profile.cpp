@@ -47,7 +47,13 @@ std::vector<std::string> harness_env(const std::string& home, const std::string&
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
     env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
   }
-  if (!injection.empty()) env.push_back("CUDA_INJECTION64_PATH=" + injection);
+  if (!injection.empty()) {
+    env.push_back("CUDA_INJECTION64_PATH=" + injection);
+    // The injection library's own knobs (which CUPTI to open; provenance off), when set here.
+    for (const char* name : {"CUDAAGENT_CUPTI_LIBRARY", "CUDAAGENT_CUPTI_PROVENANCE"}) {
+      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+    }
+  }
   return env;
 }
 
@@ -106,6 +112,9 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }
+  if (!settings.kernel_trace_library.empty() && settings.device != "cuda") {
+    return Status::error("the kernel trace needs --device cuda");
+  }
   auto torch = find_torch(settings.python, settings.cache_dir);
   if (!torch) return torch.status();
   if (settings.device == "cuda" && !torch.value().cuda_available) {
@@ -146,9 +155,11 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
     return std::make_unique<HarnessWorker>(std::move(options));
   };
   workers->baseline = worker("baseline", {harness, workers->baseline_in}, {workers->baseline_out}, "");
-  // kernel_trace: the CUPTI injection library enters the candidate's worker here; its children
-  // (the timing sessions) initialise CUDA with it.
-  workers->candidate = worker("candidate", {harness, workers->candidate_in}, {workers->candidate_out},
+  // kernel_trace: the CUPTI injection library enters the candidate's worker here (readable in its
+  // sandbox); its children (the timing sessions) initialise CUDA with it.
+  std::vector<std::string> candidate_readable = {harness, workers->candidate_in};
+  if (!settings.kernel_trace_library.empty()) candidate_readable.push_back(settings.kernel_trace_library);
+  workers->candidate = worker("candidate", candidate_readable, {workers->candidate_out},
                               settings.kernel_trace_library);
   return Profiler(std::move(settings), std::move(torch).value(), std::move(workers));
 }

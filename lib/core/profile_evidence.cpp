@@ -2,6 +2,7 @@
 // candidate, unpaired from the store), the gates that withhold reward, and the JSON that
 // cudaagent-reward reads (times_ms / speedup through timing_report.h, verdict overriding PASS).
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "cudaagent/json_writer.h"
@@ -78,8 +79,18 @@ ProfileOutcome ProfileEvidence::decide() {
     facts.bandwidth_bytes_per_s = s.bandwidth_gbs * 1e9;
     status = add(check_roofline_floor(facts, s.flags.roofline_slack));
   }
-  if (status) {
-    // Only the event/host gate: the kernel gates need CUPTI spans (kernel_trace, not wired yet).
+  if (status && tracing()) {
+    // The timer gates with the kernels CUPTI saw inside the timed calls, and the trace's own gates.
+    const KernelEvidence kernel_facts = kernel_evidence();
+    auto analysis = analyze_kernels(kernel_facts, s.flags, s.kernel_policy);
+    if (!analysis) {
+      status = analysis.status();
+    } else {
+      kernels_ = std::move(analysis).value();
+      flags.insert(flags.end(), kernels_->flags.begin(), kernels_->flags.end());
+    }
+  } else if (status) {
+    // Without a trace only the event/host gate: the kernel gates need CUPTI spans (--kernel-trace).
     TimerFacts facts{total(candidate_clocks.event_ms), total(candidate_clocks.host_ms), 0};
     facts.kernel_ms = facts.event_ms;
     auto timer = check_timer_consistency(facts, s.flags);
@@ -119,6 +130,25 @@ ProfileOutcome ProfileEvidence::decide() {
   return finish(Verdict::kPass, reason + " (" + std::to_string(checks.size()) + " hidden checks passed)");
 }
 
+bool ProfileEvidence::tracing() const { return !settings->kernel_trace_library.empty(); }
+
+KernelEvidence ProfileEvidence::kernel_evidence() const {
+  KernelEvidence e;
+  e.trace = kernel_trace ? &*kernel_trace : nullptr;
+  e.trace_error = kernel_trace_error.empty() ? "no trace was read" : kernel_trace_error;
+  e.main_tid = candidate_pid;
+  e.rounds = traced_rounds;
+  e.commands = candidate_commands;
+  e.watch = trace_watch;
+  if (!candidate_work.empty()) {
+    e.summary.classify.candidate_paths.push_back(candidate_work);
+    std::error_code error;
+    const std::string canonical = std::filesystem::weakly_canonical(candidate_work, error).string();
+    if (!error && canonical != candidate_work) e.summary.classify.candidate_paths.push_back(canonical);
+  }
+  return e;
+}
+
 ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   const ProfileSettings& s = *settings;
   std::string out;
@@ -156,11 +186,25 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
     json.end_object();
   }
   json.end_array().end_object();
-  // kernel_trace: the CUPTI kernel table goes here once a reader of the trace file is wired in.
-  json.key("kernels").null();
-  json.field("kernels_status", s.kernel_trace_library.empty()
-                                   ? "not traced (no --kernel-trace library)"
-                                   : "traced to the job's kernels.trace; no reader wired in yet");
+  // The CUPTI kernel table of the timed calls (--kernel-trace), and what else the trace said.
+  json.key("kernels");
+  if (kernels_) {
+    write_kernel_table(json, *kernels_);
+  } else {
+    json.null();
+  }
+  std::string kernels_status = "not traced (no --kernel-trace)";
+  if (tracing()) {
+    kernels_status = kernels_ ? (kernel_trace ? "traced: kernels of " + std::to_string(kernels_->calls) +
+                                                    " timed calls from the job's kernels.trace"
+                                              : "no trace: " + kernel_trace_error)
+                              : "traced, not analysed (the profile ended before its gates)";
+  }
+  json.field("kernels_status", kernels_status);
+  if (kernels_) {
+    json.key("kernel_trace");
+    write_kernel_trace(json, *kernels_, kernel_evidence());
+  }
   json.key("host_ms").begin_object().key("candidate_rounds");
   write_list(json, candidate_clocks.host_ms);
   json.key("candidate_event_sums");

@@ -395,8 +395,27 @@ std::string brief_text(simdjson::dom::element profile) {
     hints.push_back("the candidate's times vary (CV above 5%): look for host work or synchronisation in forward");
   }
   simdjson::dom::element kernels;
+  simdjson::dom::array table;
   if (profile["kernels"].get(kernels) || kernels.is_null()) {
-    hints.push_back("kernel table: not traced in this run");
+    hints.push_back("kernel table: not traced in this run (--kernel-trace)");
+  } else if (!kernels.get(table)) {
+    out += "kernels (timed calls, top " + std::to_string(table.size()) + "):\n";
+    for (auto row : table) {
+      std::string_view name = "?", launcher_class = "?";
+      double share = 0, total_ms = 0;
+      std::int64_t calls = 0;
+      read_optional(row["name"], name);
+      read_optional(row["class"], launcher_class);
+      read_optional(row["share"], share);
+      read_optional(row["total_ms"], total_ms);
+      read_optional(row["calls"], calls);
+      if (name.size() > 100) name = name.substr(0, 100);
+      char text[320];
+      std::snprintf(text, sizeof text, "  %5.1f%%  %9.3f ms  %6lld calls  %-12s %.*s\n", 100 * share, total_ms,
+                    static_cast<long long>(calls), std::string(launcher_class).c_str(), static_cast<int>(name.size()),
+                    name.data());
+      out += text;
+    }
   }
   for (const auto& hint : hints) out += "look at: " + hint + "\n";
   return out;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,30 @@ std::string show(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", x);
   return text;
+}
+
+// CLOCK_MONOTONIC, the clock of the kernel trace and of Python's time.monotonic_ns().
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// The harness's "marks_ns": [[t0, t1], ...]; empty when absent or malformed (the kernel gates then
+// find the marks unusable).
+std::vector<HostWindow> read_marks(simdjson::dom::object reply) {
+  simdjson::dom::array marks;
+  std::vector<HostWindow> out;
+  if (reply["marks_ns"].get(marks)) return out;
+  for (auto mark : marks) {
+    simdjson::dom::array pair;
+    HostWindow window;
+    if (mark.get(pair) || pair.size() != 2 || pair.at(0).get(window.start_ns) || pair.at(1).get(window.end_ns)) {
+      return {};
+    }
+    out.push_back(window);
+  }
+  return out;
 }
 
 double sum(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
@@ -137,6 +162,7 @@ HarnessJob TimingRun::timing_job(const std::string& role, const std::string& com
 Result<TimingRun::Reply> TimingRun::exchange(HarnessSession& session, const std::string& command,
                                              double timeout_seconds) {
   Reply reply;
+  reply.window.start_ns = monotonic_ns();
   const auto start = SteadyClock::now();
   if (Status sent = session.send(command); !sent) {
     reply.kind = Reply::Kind::kEnded;
@@ -145,6 +171,7 @@ Result<TimingRun::Reply> TimingRun::exchange(HarnessSession& session, const std:
   }
   auto message = session.receive(timeout_seconds);
   reply.host_ms = ms_since(start);
+  reply.window.end_ns = monotonic_ns();
   if (!message) return message.status();
   switch (message.value().kind) {
     case HarnessSession::Message::Kind::kTimeout:
@@ -273,6 +300,15 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
   if (!cand_init) return cand_init.status();
   if (cand_init.value().kind != Reply::Kind::kOk) return candidate_failed(cand, cand_init.value(), "loading");
   evidence_.candidate_init_json = cand_init.value().text.substr(0, 4000);
+  const bool tracing = !s_.kernel_trace_library.empty();
+  if (tracing) {
+    evidence_.trace_watch.start_ns = cand_init.value().window.end_ns;
+    evidence_.candidate_work = dirs_.candidate_in + "/work";
+    std::uint64_t pid = 0;
+    if (!parser.parse(cand_init.value().text).get(reply) && !reply["pid"].get(pid) && pid <= 0xFFFFFFFFu) {
+      evidence_.candidate_pid = static_cast<std::uint32_t>(pid);
+    }
+  }
   evidence_.timings.emplace_back("candidate_load", ms_since(phase) / 1000);
 
   int calls = 0;
@@ -339,6 +375,10 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
         evidence_.candidate.push_back(times.value());
         evidence_.candidate_clocks.event_ms.push_back(events);
         evidence_.candidate_clocks.host_ms.push_back(answer.value().host_ms);
+        if (tracing) {
+          evidence_.traced_rounds.push_back({answer.value().window, read_marks(object), seeds.size(), events});
+          evidence_.candidate_commands.push_back(answer.value().window);
+        }
         simdjson::dom::array reported;
         if (object["sums"].get(reported) || reported.size() != seeds.size()) {
           evidence_.outcome = {Verdict::kFlagHack, "the candidate's round answer has no fingerprint per call"};
@@ -360,6 +400,7 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
   }
   evidence_.timings.emplace_back("rounds", ms_since(phase) / 1000);
   evidence_.baselines_sound = paired;
+  if (tracing) flush_kernel_trace(cand);
   for (HarnessSession* session : {&cand, &base}) {
     (void)exchange(*session, "{\"cmd\":\"exit\"}", 30);
     auto closed = session->close(10);
@@ -371,7 +412,25 @@ Status TimingRun::measure(HarnessWorker& baseline_worker, HarnessWorker& candida
                                                    " process(es) running beside its timing session (ended by the worker)"};
     }
   }
+  if (tracing) read_kernel_trace_file();  // after the session ended, as hostile input
   return Status::ok();
+}
+
+void TimingRun::flush_kernel_trace(HarnessSession& cand) {
+  // The watch ends where the flush begins. The job child leaves through os._exit, so this flush,
+  // not one at exit, writes the pending records and the summary line.
+  auto flushed = exchange(cand, "{\"cmd\":\"flush\"}", s_.round_timeout_seconds);
+  evidence_.trace_watch.end_ns = flushed ? flushed.value().window.start_ns : monotonic_ns();
+}
+
+void TimingRun::read_kernel_trace_file() {
+  const std::string path = dirs_.candidate_out + "/kernels.trace";
+  auto trace = read_kernel_trace(path);
+  if (trace) {
+    evidence_.kernel_trace = std::move(trace).value();
+  } else {
+    evidence_.kernel_trace_error = trace.status().message();
+  }
 }
 
 Status TimingRun::check_round(HarnessSession& base, HarnessSession& cand, int round,
@@ -393,6 +452,7 @@ Status TimingRun::check_round(HarnessSession& base, HarnessSession& cand, int ro
     json.field("path", actual_path).end_object();
     auto answer = exchange(cand, command, s_.round_timeout_seconds);
     if (!answer) return answer.status();
+    if (!s_.kernel_trace_library.empty()) evidence_.candidate_commands.push_back(answer.value().window);
     if (answer.value().kind != Reply::Kind::kOk) return candidate_failed(cand, answer.value(), "hidden check");
     command.clear();
     JsonWriter expect(command);

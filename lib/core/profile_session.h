@@ -12,7 +12,9 @@
 
 #include "cudaagent/gpu_query.h"
 #include "cudaagent/harness_worker.h"
+#include "cudaagent/kernel_trace.h"
 #include "cudaagent/profile.h"
+#include "cudaagent/profile_kernels.h"
 #include "cudaagent/profile_report.h"
 #include "cudaagent/timing_report.h"
 
@@ -57,6 +59,15 @@ struct ProfileEvidence {
   std::optional<double> persisting_l2_bytes;  // largest the candidate's process reported
   std::string candidate_init_json = "{}";
   std::string candidate_stderr;
+  // --kernel-trace: the candidate's commands on this side's CLOCK_MONOTONIC (rounds with the
+  // harness's call marks), its process id as it reported it, and the trace read after the session.
+  std::vector<TracedRound> traced_rounds;
+  std::vector<HostWindow> candidate_commands;  // rounds and hidden checks
+  HostWindow trace_watch;                      // end of the candidate's init .. start of its flush
+  std::uint32_t candidate_pid = 0;
+  std::string candidate_work;                  // the built workspace: the candidate's objects
+  std::optional<KernelTrace> kernel_trace;
+  std::string kernel_trace_error;              // why there is no trace
   // Set by TimingRun when the candidate failed (FAIL_RUNTIME, FAIL_TIMEOUT, FAIL_INCORRECT,
   // FLAG_HACK for a reply that cannot be an honest harness's).
   std::optional<std::pair<Verdict, std::string>> outcome;
@@ -67,7 +78,10 @@ struct ProfileEvidence {
   ProfileOutcome decide();
 
  private:
+  bool tracing() const;
+  KernelEvidence kernel_evidence() const;
   std::optional<TimingReport> report_;  // once the statistics are computed
+  std::optional<KernelAnalysis> kernels_;  // once the kernel gates ran
   std::vector<ProfileFlag> flags_;
 };
 
@@ -90,10 +104,13 @@ class TimingRun {
     std::string error;  // kRefused: the process's error; kEnded: how it ended and its output
     std::string output; // kEnded: the tail of the process's captured output
     double host_ms = 0;
+    HostWindow window;  // CLOCK_MONOTONIC, before the command was sent .. after the reply was read
   };
   Result<Reply> exchange(HarnessSession& session, const std::string& command, double timeout_seconds);
   HarnessJob timing_job(const std::string& role, const std::string& compile_mode) const;
   Status candidate_failed(HarnessSession& session, const Reply& reply, const std::string& what);
+  void flush_kernel_trace(HarnessSession& candidate);
+  void read_kernel_trace_file();
   Status check_round(HarnessSession& baseline, HarnessSession& candidate, int round,
                      const std::vector<std::uint64_t>& seeds, const std::vector<std::optional<double>>& sums);
 

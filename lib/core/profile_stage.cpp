@@ -139,8 +139,35 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->capture_default_str();
   app.add_option("--lock-timeout", s.lock_timeout_seconds, "Seconds to wait for the device lock")
       ->capture_default_str();
-  app.add_option("--kernel-trace", s.kernel_trace_library, "CUPTI injection library for the "
-                 "candidate's process (CUDA_INJECTION64_PATH)")->type_name("LIB");
+  app.add_flag("--kernel-trace", options.kernel_trace, "Trace every kernel of the candidate's process "
+               "with CUPTI (libcudaagent_cupti.so beside the programs) and run the kernel gates; CUDA only");
+  app.add_option("--kernel-trace-library", s.kernel_trace_library, "The CUPTI injection library for "
+                 "--kernel-trace (implies it)")->type_name("LIB");
+  app.add_option("--max-torch-share", s.kernel_policy.max_fallback_share, "With --kernel-trace: share of "
+                 "the timed kernel time torch or Triton may launch before the candidate counts as a "
+                 "PyTorch fallback (FLAG_HACK)")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.callback([&options] {
+    ProfileSettings& settings = options.settings;
+    const bool traced = options.kernel_trace || !settings.kernel_trace_library.empty();
+    if (traced && settings.device != "cuda") {
+      throw CLI::ValidationError("--kernel-trace", "traces CUDA kernels: it needs --device cuda");
+    }
+    if (options.kernel_trace && settings.kernel_trace_library.empty()) {
+      settings.kernel_trace_library = installed_library("libcudaagent_cupti.so");
+      if (settings.kernel_trace_library.empty()) {
+        throw CLI::ValidationError("--kernel-trace", "no libcudaagent_cupti.so in the lib directory beside "
+                                   "the programs (build the cudaagent_cupti target, or give --kernel-trace-library)");
+      }
+    }
+    if (!settings.kernel_trace_library.empty()) {
+      std::error_code error;
+      if (!fs::is_regular_file(settings.kernel_trace_library, error)) {
+        throw CLI::ValidationError("--kernel-trace-library", "'" + settings.kernel_trace_library +
+                                   "' is not a readable file");
+      }
+      settings.kernel_trace_library = fs::absolute(settings.kernel_trace_library).lexically_normal().string();
+    }
+  });
   app.add_option("--bwrap", options.sandbox.bwrap, "The bubblewrap program")->capture_default_str();
   app.add_flag("--allow-unsandboxed", options.sandbox.allow_unsandboxed, "Run untrusted code even "
                "when the OS sandbox is below the minimum (never for rewards)");

@@ -18,9 +18,13 @@ Commands:
       fresh inputs from each seed (generated here, inside the driver's round clock), then one timed
       call per input: L2 flush and persisting-L2 reset outside the timed region, CUDA events around
       the call with a device-wide synchronise before the end mark (CPU: time.perf_counter).
-      -> {"ok": true, "times_ms": [...], "sums": [...], "persisting_l2_bytes": N | null}
+      -> {"ok": true, "times_ms": [...], "sums": [...], "persisting_l2_bytes": N | null,
+          "marks_ns": [[t0, t1], ...]}   time.monotonic_ns() around each timed call: t0 after the
+          pre-call synchronise, t1 after the device-wide synchronise that ends the call
   {"cmd": "check", "arm": A, "call": k, "path": P}   the output of call k of A's last round -> P
   {"cmd": "expect", "seed": s, "path": P}            (baseline) the eager output for seed s -> P
+  {"cmd": "flush"}   write the kernel trace's pending records and a summary line (CUPTI injection
+                     library loaded through CUDA_INJECTION64_PATH) -> {"ok": true, "flush": RC|null}
   {"cmd": "exit"}
 A failing command replies {"ok": false, "error": "..."} and the process exits with status 3.
 """
@@ -230,6 +234,7 @@ class Session:
         inputs = [self.make_inputs(seed) for seed in seeds]
         times = []
         outputs = []
+        marks = []
         persisting = None
         if self.cuda:
             reading = self.cudart.persisting_limit()
@@ -240,26 +245,45 @@ class Session:
                 self.cudart.reset_persisting()
                 self.flush_buffer.zero_()
                 torch.cuda.synchronize()
+                t0 = time.monotonic_ns()
                 start_events[k].record()
                 outputs.append(self.call(model, inputs[k]))
                 torch.cuda.synchronize()
+                marks.append([t0, time.monotonic_ns()])
                 end_events[k].record()
             torch.cuda.synchronize()
             times = [start_events[k].elapsed_time(end_events[k]) for k in range(len(seeds))]
         else:
             for k in range(len(seeds)):
+                m0 = time.monotonic_ns()
                 t0 = time.perf_counter()
                 outputs.append(self.call(model, inputs[k]))
                 times.append((time.perf_counter() - t0) * 1000)
+                marks.append([m0, time.monotonic_ns()])
         self.outputs[arm] = outputs
         sums = [json_number(fingerprint(torch, out)) for out in outputs]
         return {"ok": True, "times_ms": [float(t) for t in times], "sums": sums,
-                "persisting_l2_bytes": persisting}
+                "persisting_l2_bytes": persisting, "marks_ns": marks}
 
     def write_output(self, value, path):
         tensor_file.write(self.torch, path, value)
         if self.cuda:
             self.torch.cuda.synchronize()
+
+
+def flush_kernel_trace():
+    """cudaagent_cupti_flush() of the injection library the driver loaded, if any: its return
+    code, or None when no library is loaded."""
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        return None
+    try:
+        lib = ctypes.CDLL(path)  # the driver's handle: already loaded, not loaded again
+        flush = lib.cudaagent_cupti_flush
+    except (OSError, AttributeError):
+        return None
+    flush.restype = ctypes.c_int
+    return int(flush())
 
 
 def main():
@@ -272,12 +296,12 @@ def main():
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--compile-mode", default="default")
     parser.add_argument("--kernel-trace-out", default="",
-                        help="set CUDAAGENT_KERNEL_TRACE_OUT for a CUPTI injection library")
+                        help="set CUDAAGENT_CUPTI_OUT for the CUPTI injection library")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     if args.kernel_trace_out:
         # Read by the injection library (CUDA_INJECTION64_PATH) when CUDA initialises below.
-        os.environ["CUDAAGENT_KERNEL_TRACE_OUT"] = args.kernel_trace_out
+        os.environ["CUDAAGENT_CUPTI_OUT"] = args.kernel_trace_out
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)
 
     def reply(message):
@@ -309,7 +333,7 @@ def main():
                                        int(command.get("warmup_calls", 3)))
                 reply({"ok": True, "arms": arms, "device": session.device_info,
                        "input_bytes": session.input_bytes, "output_bytes": session.output_bytes,
-                       "torch": torch.__version__, "sandbox_layers": layers})
+                       "torch": torch.__version__, "sandbox_layers": layers, "pid": os.getpid()})
             elif name == "round":
                 reply(session.timed_round(command["arm"], [int(s) for s in command["seeds"]]))
             elif name == "check":
@@ -319,6 +343,8 @@ def main():
                 inputs = session.make_inputs(int(command["seed"]))
                 session.write_output(session.call(session.arms["eager"], inputs), command["path"])
                 reply({"ok": True})
+            elif name == "flush":
+                reply({"ok": True, "flush": flush_kernel_trace()})
             elif name == "exit":
                 reply({"ok": True})
                 return 0

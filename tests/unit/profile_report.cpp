@@ -153,8 +153,27 @@ TEST_CASE("the brief text names the verdict, times, speedups, raised flags and h
   CHECK(text.find("look at: speedup_ceiling: 20x over eager") != std::string::npos);
   CHECK(text.find("CV above 5%") != std::string::npos);
   CHECK(text.find("roofline_floor") == std::string::npos);
+  CHECK(text.find("kernel table: not traced") != std::string::npos);
   REQUIRE_FALSE(parser.parse(std::string(R"({"verdict":"INFRA_ERROR"})")).get(value));
   CHECK(brief_text(value).rfind("verdict: INFRA_ERROR\n", 0) == 0);
+}
+
+TEST_CASE("the brief text lists the traced top kernels") {
+  const std::string profile = R"json({"verdict":"PASS","reason":"timed","flags":[],
+    "kernels":[{"name":"bias_relu_kernel(float const*, float*)","kind":"kernel","class":"candidate",
+                "class_by_name":false,"launcher":"/w/cuda_extension.so","calls":40,"total_ms":1.25,
+                "mean_us":31.25,"share":0.875},
+               {"name":"at::native::fill_kernel","kind":"kernel","class":"torch","class_by_name":false,
+                "launcher":"/t/libtorch_cuda.so","calls":40,"total_ms":0.18,"mean_us":4.5,"share":0.125}]})json";
+  simdjson::dom::parser parser;
+  simdjson::dom::element value;
+  REQUIRE_FALSE(parser.parse(profile).get(value));
+  const std::string text = brief_text(value);
+  CHECK(text.find("kernels (timed calls, top 2):\n") != std::string::npos);
+  CHECK(text.find("   87.5%      1.250 ms      40 calls  candidate    bias_relu_kernel(float const*, float*)\n") !=
+        std::string::npos);
+  CHECK(text.find("torch        at::native::fill_kernel") != std::string::npos);
+  CHECK(text.find("not traced") == std::string::npos);
 }
 
 }  // namespace

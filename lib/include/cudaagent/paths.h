@@ -14,6 +14,11 @@ namespace cudaagent {
 // exists (an install), else the source tree's share/ (a build tree).
 std::string share_dir();
 
+// A shared library installed beside the programs: <executable dir>/../lib/NAME (a build tree, or
+// an install with lib as its library directory), else ../lib64/NAME, else
+// ../lib/<multiarch>/NAME (Debian's GNUInstallDirs). Empty when none of them is a regular file.
+std::string installed_library(const std::string& name);
+
 // The cache directory: $CUDAAGENT_CACHE_DIR, else $XDG_CACHE_HOME/cudaagent, else
 // ~/.cache/cudaagent. Created (0700) if missing; empty string when it cannot be.
 std::string cache_dir();

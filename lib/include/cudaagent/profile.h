@@ -6,11 +6,14 @@
 // that clock agrees, checks the outputs of hidden timed calls against the baseline's, and caches
 // baseline samples by task x device x torch x settings.
 //
-// CUPTI integration point (issue 4, written elsewhere): ProfileSettings::kernel_trace_library.
-// When set, the candidate's worker gets CUDA_INJECTION64_PATH=<it> and each timing session gets
-// --kernel-trace-out <job dir>/kernels.trace (timing.py exports it as CUDAAGENT_KERNEL_TRACE_OUT
-// before CUDA starts). The profile's "kernels" key is null until a reader of that file
-// (kernel_trace.h) is wired in at the marked place in profile.cpp (search "kernel_trace").
+// Kernel trace (--kernel-trace, CUDA only): ProfileSettings::kernel_trace_library is the CUPTI
+// injection library (lib/cuda/cupti_inject/). The candidate's worker gets
+// CUDA_INJECTION64_PATH=<it> and the library readable in its sandbox; each timing session gets
+// --kernel-trace-out <candidate out>/<job>/kernels.trace (timing.py exports it as
+// CUDAAGENT_CUPTI_OUT before CUDA starts) and is asked to flush after its last round. This side
+// records every candidate command's window on CLOCK_MONOTONIC, reads the trace as hostile input
+// and runs the kernel gates of profile_kernels.h; the profile's "kernels" key is the table of the
+// top timed kernels and "kernel_trace" the rest.
 #pragma once
 
 #include <functional>
@@ -19,6 +22,7 @@
 #include <string>
 
 #include "cudaagent/extension_build.h"
+#include "cudaagent/profile_kernels.h"
 #include "cudaagent/profile_flags.h"
 #include "cudaagent/profile_report.h"
 #include "cudaagent/result_store.h"
@@ -59,6 +63,7 @@ struct ProfileSettings {
   double round_timeout_seconds = 120;   // one round or check
   double lock_timeout_seconds = 3600;   // waiting for the device
   std::string kernel_trace_library;     // CUPTI injection library (see the file comment); empty: none
+  KernelPolicy kernel_policy;           // what the kernel gates allow (torch fallback share, ...)
   SandboxHook sandbox;                  // not set: processes run unsandboxed
   std::string sandbox_summary = "none";
   BootstrapSettings bootstrap;
