@@ -170,6 +170,10 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     HarnessWorkerOptions options;
     options.process.argv = {torch.python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
     options.process.env = harness_environment(made->out);  // HOME: the worker's output directory
+    // One thread of torch.compile per job: Inductor's default is a pool of one Python process
+    // per core in every job, which --jobs parallel check jobs would multiply past the cores (each
+    // pool process importing torch). Parallelism comes from --jobs.
+    options.process.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
     if (settings.device == "cuda") {
       options.process.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
     }
