@@ -29,12 +29,14 @@
 # Prints a summary table on stdout; summary.json holds the same and more. Needs jq and awk.
 # Throughput counts only tasks filtered in this run (results taken from filter.db are left out);
 # "per GPU" divides by the GPUs the filter used, and GPU-hours are wall hours times that number.
+# "timing slot alone" is the floor: the seconds the timing slots were held (one timing job per GPU
+# at a time), however many check jobs run beside them.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out="" device=cuda count=6000 seed=1 jobs="" gpus="" seconds=0 grace=120 timeout=300 window=""
 target=6000 bin=${CUDAAGENT_BIN:-$here/build/release/bin} summarize_only=0
 references=() synth_extra=() filter_extra=()
-usage() { sed -n '7,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
   case $1 in
     --out) out=$2 ;;
@@ -173,7 +175,7 @@ jq -n \
   | per($fresh; $filter_s) as $rate
   | per($final; $f | length) as $final_rate
   | (if $final_rate != null and $final_rate > 0 then $target / $final_rate else null end) as $needed
-  | ($f | map(.filter.seconds.time // 0) | add // 0) as $time_sum
+  | ($f | map(.filter.seconds.slot // 0) | add // 0) as $slot_sum
   | {
       date: $date, host: $host, cores: $cores, device: $device, gpu: $gpu, gpus: $ngpus,
       load_before: $load_before, load_after: $load_after,
@@ -209,7 +211,9 @@ jq -n \
                job_seconds: {worker_start_sum: ($f | map(.filter.seconds.worker_start // 0) | add // 0 | round3),
                              check: ($f | map(.filter.seconds.check // 0) | dist | map_values(round3)),
                              timing: ($f | map(select(.filter.seconds.time > 0) | .filter.seconds.time) | dist | map_values(round3)),
-                             timing_sum: ($time_sum | round3)}},
+                             slot: ($f | map(select(.filter.seconds.slot > 0) | .filter.seconds.slot) | dist | map_values(round3)),
+                             slot_wait: ($f | map(select(.filter.seconds.time > 0) | .filter.seconds.slot_wait // 0) | dist | map_values(round3)),
+                             slot_sum: ($slot_sum | round3)}},
       dedup: {references: $nrefs, in: ($k | length), kept: $final, dropped: ($dropped | length),
               exit: $dedup_rc, seconds: $dedup_s, tasks_per_s: per($k | length; $dedup_s),
               nearest_of_dropped: ($dropped | map(.dedup.nearest.set // "none") | hist)},
@@ -217,7 +221,7 @@ jq -n \
                       tasks_to_filter: (if $needed != null then $needed | ceil else null end),
                       filter_hours_wall: (if $needed != null and $rate != null then $needed / $rate / 3600 | round3 else null end),
                       filter_gpu_hours: (if $needed != null and $rate != null and $ngpus > 0 then $needed / $rate / 3600 * $ngpus | round3 else null end),
-                      timing_slot_gpu_hours: (if $needed != null and ($f | length) > 0 and $ngpus > 0 then $needed * $time_sum / ($f | length) / 3600 | round3 else null end)}
+                      timing_slot_gpu_hours: (if $needed != null and ($f | length) > 0 and $ngpus > 0 then $needed * $slot_sum / ($f | length) / 3600 | round3 else null end)}
     }' >"$out/summary.json" || { echo "run_data_bench: cannot summarise" >&2; exit 1; }
 
 jq -r '
@@ -246,7 +250,9 @@ jq -r '
       map(select($b[.]) | "\(.): \($b[.])") | if length == 0 then "none" else join(", ") end) |",
   "| filter | measured / estimated ms | \(.filter.measured_over_estimate | d) |",
   "| filter | check job s | \(.filter.job_seconds.check | d) |",
-  "| filter | timing job s | \(.filter.job_seconds.timing | d); sum \(.filter.job_seconds.timing_sum) |",
+  "| filter | timing job s (without the wait) | \(.filter.job_seconds.timing | d) |",
+  "| filter | timing slot held s | \(.filter.job_seconds.slot | d); sum \(.filter.job_seconds.slot_sum) |",
+  "| filter | timing slot wait s | \(.filter.job_seconds.slot_wait | d) |",
   "| filter | worker starts s (sum) | \(.filter.job_seconds.worker_start_sum) |",
   "| dedup | kept, dropped | \(.dedup.kept) of \(.dedup.in), dropped \(.dedup.dropped) (nearest: \(.dedup.nearest_of_dropped | kv)); \(.dedup.references) reference sets |",
   "| dedup | wall | \(.dedup.seconds) s, exit \(.dedup.exit) |",
