@@ -107,6 +107,24 @@ def synchronize(torch, device):
         torch.cuda.synchronize()
 
 
+def seeded(torch, seed, device, make):
+    """make() after torch.manual_seed(seed). On CUDA (torch 2.0 on), first with the GPU as the
+    default device of factory calls, so that the model's parameters are initialised and
+    torch.randn inputs drawn on the GPU instead of by one CPU thread (seconds per gigabyte); task
+    code that cannot run so (a CPU-only call, a tensor it makes on the CPU and mixes in) raises,
+    and runs again the usual way from the same seed: that run's error, if any, is the one reported.
+    Either way two draws from two seeds differ and one seed gives one draw."""
+    if device == "cuda" and hasattr(torch.device, "__enter__"):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                return make()
+        except Exception:  # noqa: BLE001  (any failure: the usual way decides)
+            pass
+    torch.manual_seed(seed)
+    return make()
+
+
 def build(torch, report, args, second_draw=True):
     """Loads the task, builds the model and draws the inputs; returns (model, inputs_a, inputs_b),
     inputs_b None without the second draw (the timing job has no use for it)."""
@@ -115,19 +133,19 @@ def build(torch, report, args, second_draw=True):
     report.phase("interface")
     check_interface(task)
     report.phase("init")
-    torch.manual_seed(args.seed)
-    init_inputs = as_list(task.get_init_inputs(), "get_init_inputs")
-    model = task.Model(*init_inputs)
+    model = seeded(torch, args.seed, args.device,
+                   lambda: task.Model(*as_list(task.get_init_inputs(), "get_init_inputs")))
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"Model(...) is a {type(model).__name__}, not a torch.nn.Module")
     model = model.to(args.device)
     report.phase("inputs")
-    torch.manual_seed(args.seed + 1)
-    inputs_a = to_device(torch, as_list(task.get_inputs(), "get_inputs"), args.device)
-    inputs_b = None
-    if second_draw:
-        torch.manual_seed(args.seed + 2)
-        inputs_b = to_device(torch, as_list(task.get_inputs(), "get_inputs"), args.device)
+
+    def draw(seed):
+        inputs = seeded(torch, seed, args.device, lambda: as_list(task.get_inputs(), "get_inputs"))
+        return to_device(torch, inputs, args.device)
+
+    inputs_a = draw(args.seed + 1)
+    inputs_b = draw(args.seed + 2) if second_draw else None
     return model, inputs_a, inputs_b
 
 
