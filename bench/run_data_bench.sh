@@ -11,7 +11,9 @@
 #                          (synth --batch 2 --max-dim 16) and the window 0.001,1000 ms
 #   --count N              tasks to synthesise (default 6000)
 #   --seed S               synth seed (default 1)
-#   --jobs W               filter --jobs (default 2 per GPU on cuda, 2 on cpu)
+#   --jobs W               filter --jobs (default on cuda: half the cores, at most 8 per GPU,
+#                          at least 2: check jobs are CPU-bound (torch.compile on one thread
+#                          each) and share their GPU's memory; 2 on cpu)
 #   --gpus LIST            filter --gpus (default CUDA_VISIBLE_DEVICES, else every /dev/nvidiaN)
 #   --seconds LIMIT        stop the filter after LIMIT s of wall clock, 0 for none (default 0):
 #                          SIGTERM, so tasks not started are dropped, running ones finish and
@@ -27,6 +29,11 @@
 #   --synth-arg ARG, --filter-arg ARG   one more argument for that stage (repeatable)
 #   --summarize-only       run no stage: summarise an earlier run's --out again (its stages.env)
 # Prints a summary table on stdout; summary.json holds the same and more. Needs jq and awk.
+# On the H200 (a sample of 6,000 tasks in a fixed time, then extrapolated), after
+# tests/gpu/filter_check.sh has passed:
+#   bench/run_data_bench.sh --device cuda --count 6000 --seconds 360 --grace 90 --out $OUT/data \
+#     --reference kb1=.kernelbench/KernelBench/level1 --reference kb2=.kernelbench/KernelBench/level2 \
+#     --reference kb3=.kernelbench/KernelBench/level3
 # Throughput counts only tasks filtered in this run (results taken from filter.db are left out);
 # "per GPU" divides by the GPUs the filter used, and GPU-hours are wall hours times that number.
 # "timing slot alone" is the floor: the seconds the timing slots were held (one timing job per GPU
@@ -36,7 +43,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out="" device=cuda count=6000 seed=1 jobs="" gpus="" seconds=0 grace=120 timeout=300 window=""
 target=6000 bin=${CUDAAGENT_BIN:-$here/build/release/bin} summarize_only=0
 references=() synth_extra=() filter_extra=()
-usage() { sed -n '7,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,40p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while (($#)); do
   case $1 in
     --out) out=$2 ;;
@@ -55,7 +62,7 @@ while (($#)); do
     --summarize-only) summarize_only=1; shift; continue ;;
     --synth-arg) synth_extra+=("$2") ;;
     --filter-arg) filter_extra+=("$2") ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) echo "run_data_bench: unknown argument '$1'" >&2; usage ;;
   esac
   (($# >= 2)) || { echo "run_data_bench: $1 needs a value" >&2; exit 2; }
@@ -88,7 +95,8 @@ run_stages() {
     fi
     ((ngpus > 0)) || { echo "run_data_bench: --device cuda, but no GPU (see --gpus)" >&2; exit 1; }
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-    jobs=${jobs:-$((2 * ngpus))}
+    cores=$(nproc)
+    jobs=${jobs:-$(( cores / 2 < 8 * ngpus ? (cores / 2 > 2 ? cores / 2 : 2) : 8 * ngpus ))}
     window=${window:-1,100}
   else
     jobs=${jobs:-2}
