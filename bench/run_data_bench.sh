@@ -6,7 +6,9 @@
 #
 # Usage: bench/run_data_bench.sh --out DIR [options]
 #   --out DIR              everything goes here (created): tasks.jsonl, filtered.jsonl, filter.db,
-#                          filter.err, kept.jsonl, deduped.jsonl, dropped.jsonl, summary.json
+#                          filter.err, kept.jsonl, deduped.jsonl, dropped.jsonl,
+#                          stream-deduped.jsonl (the whole synthesised stream deduplicated),
+#                          stages.env, summary.json
 #   --device cuda|cpu      the filter's device (default cuda). cpu is a smoke test: tiny tasks
 #                          (synth --batch 2 --max-dim 16) and the window 0.001,1000 ms
 #   --count N              tasks to synthesise (default 6000)
@@ -34,6 +36,11 @@
 #   bench/run_data_bench.sh --device cuda --count 6000 --seconds 360 --grace 90 --out $OUT/data \
 #     --reference kb1=.kernelbench/KernelBench/level1 --reference kb2=.kernelbench/KernelBench/level2 \
 #     --reference kb3=.kernelbench/KernelBench/level3
+# Extrapolation: dedup drops more of a longer stream (tasks with the same operators and other
+# sizes are duplicates), so the sample's own dedup rate is not used for it. The whole synthesised
+# stream is deduplicated (CPU only); the kept tasks needed are the m whose stream prefix holds
+# --target distinct tasks (--count must be large enough), and m / the filter's keep rate tasks
+# must be filtered, at the measured rate.
 # Throughput counts only tasks filtered in this run (results taken from filter.db are left out);
 # "per GPU" divides by the GPUs the filter used, and GPU-hours are wall hours times that number.
 # "timing slot alone" is the floor: the seconds the timing slots were held (one timing job per GPU
@@ -43,7 +50,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out="" device=cuda count=6000 seed=1 jobs="" gpus="" seconds=0 grace=120 timeout=300 window=""
 target=6000 bin=${CUDAAGENT_BIN:-$here/build/release/bin} summarize_only=0
 references=() synth_extra=() filter_extra=()
-usage() { sed -n '7,40p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '7,47p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while (($#)); do
   case $1 in
     --out) out=$2 ;;
@@ -141,9 +148,20 @@ run_stages() {
   ((dedup_rc == 0)) || echo "run_data_bench: dedup exit $dedup_rc: $(tail -2 "$out/dedup.err")" >&2
   [[ -f $out/deduped.jsonl ]] || : >"$out/deduped.jsonl"
   [[ -f $out/dropped.jsonl ]] || : >"$out/dropped.jsonl"
+  # 3b. Dedup the whole synthesised stream too (CPU only): how the share of distinct tasks falls
+  # as the stream grows. A sample's own dedup rate says little about 6,000 tasks: two tasks with
+  # the same operators and other sizes are duplicates, and the catalog's chains run out.
+  start=$(now)
+  "$bin/cudaagent-dedup" -q --jobs "$(nproc)" "${references[@]}" "$out/tasks.jsonl" \
+    -o "$out/stream-deduped.jsonl" 2>"$out/stream-dedup.err"
+  stream_dedup_rc=$?
+  stream_dedup_s=$(elapsed "$start" "$(now)")
+  ((stream_dedup_rc == 0)) || echo "run_data_bench: stream dedup exit $stream_dedup_rc" >&2
+  [[ -f $out/stream-deduped.jsonl ]] || : >"$out/stream-deduped.jsonl"
   nrefs=$((${#references[@]} / 2))
   declare -p device ngpus gpu_name jobs window timeout seconds count seed target nrefs synth_s \
-    synth_tasks filter_s filter_rc load_before load_after from_store dedup_s dedup_rc |
+    synth_tasks filter_s filter_rc load_before load_after from_store dedup_s dedup_rc \
+    stream_dedup_s stream_dedup_rc |
     sed 's/^declare -[a-z-]* /declare -g /' >"$out/stages.env"
 }
 
@@ -161,6 +179,8 @@ jq -n \
                                   est: .task.meta.est_eager_ms?, filter}' "$out/filtered.jsonl") \
   --slurpfile deduped <(jq -c '{dedup}' "$out/deduped.jsonl") \
   --slurpfile dropped <(jq -c '{dedup}' "$out/dropped.jsonl") \
+  --slurpfile stream <(jq -c '.task.meta.index' "$out/stream-deduped.jsonl") \
+  --argjson stream_dedup_s "$stream_dedup_s" \
   --arg device "$device" --arg gpu "$gpu_name" --argjson ngpus "$ngpus" --argjson jobs "$jobs" \
   --argjson count "$count" --argjson seed "$seed" --argjson synth_tasks "$synth_tasks" \
   --argjson synth_s "$synth_s" --argjson filter_s "$filter_s" --argjson filter_rc "$filter_rc" \
@@ -182,7 +202,12 @@ jq -n \
   | ($deduped | length) as $final
   | per($fresh; $filter_s) as $rate
   | per($final; $f | length) as $final_rate
-  | (if $final_rate != null and $final_rate > 0 then $target / $final_rate else null end) as $needed
+  | ($stream | sort) as $distinct
+  | (per($k | length; $f | length)) as $keep
+  # Kept tasks needed: m such that the first m tasks of a stream hold $target distinct ones (the
+  # kept tasks are a sample of the same kind of stream); then m / keep rate tasks to filter.
+  | (if ($distinct | length) >= $target and $target > 0 then $distinct[$target - 1] + 1 else null end) as $m
+  | (if $m != null and $keep != null and $keep > 0 then $m / $keep else null end) as $needed
   | ($f | map(.filter.seconds.slot // 0) | add // 0) as $slot_sum
   | {
       date: $date, host: $host, cores: $cores, device: $device, gpu: $gpu, gpus: $ngpus,
@@ -225,7 +250,15 @@ jq -n \
       dedup: {references: $nrefs, in: ($k | length), kept: $final, dropped: ($dropped | length),
               exit: $dedup_rc, seconds: $dedup_s, tasks_per_s: per($k | length; $dedup_s),
               nearest_of_dropped: ($dropped | map(.dedup.nearest.set // "none") | hist)},
+      stream_dedup: {seconds: $stream_dedup_s, tasks: $synth_tasks, distinct: ($distinct | length),
+                     distinct_in_first: ([100, 300, 1000, 2000, 3000, 4000, 6000, 8000, 12000, 16000, 24000, 32000]
+                                         | map(select(. <= $synth_tasks)) + [$synth_tasks] | unique
+                                         | map(. as $n | {key: ($n | tostring),
+                                                          value: ($distinct | map(select(. < $n)) | length)})
+                                         | from_entries)},
       extrapolation: {target: $target, final_keep_rate: ($final_rate | round3),
+                      kept_needed: $m,
+                      note: (if $m == null then "fewer than \($target) distinct tasks in the \($synth_tasks) synthesised: raise --count" else null end),
                       tasks_to_filter: (if $needed != null then $needed | ceil else null end),
                       filter_hours_wall: (if $needed != null and $rate != null then $needed / $rate / 3600 | round3 else null end),
                       filter_gpu_hours: (if $needed != null and $rate != null and $ngpus > 0 then $needed / $rate / 3600 * $ngpus | round3 else null end),
@@ -264,8 +297,10 @@ jq -r '
   "| filter | worker starts s (sum) | \(.filter.job_seconds.worker_start_sum) |",
   "| dedup | kept, dropped | \(.dedup.kept) of \(.dedup.in), dropped \(.dedup.dropped) (nearest: \(.dedup.nearest_of_dropped | kv)); \(.dedup.references) reference sets |",
   "| dedup | wall | \(.dedup.seconds) s, exit \(.dedup.exit) |",
-  "| total | final keep rate | \(.extrapolation.final_keep_rate) |",
-  "| extrapolation | tasks to filter for \(.extrapolation.target) kept | \(.extrapolation.tasks_to_filter) |",
+  "| total | final keep rate (this sample) | \(.extrapolation.final_keep_rate) |",
+  "| stream dedup | distinct tasks in the first N synthesised | \(.stream_dedup.distinct_in_first | kv) (\(.stream_dedup.seconds) s) |",
+  "| extrapolation | kept tasks needed for \(.extrapolation.target) distinct | \(.extrapolation.kept_needed // .extrapolation.note) |",
+  "| extrapolation | tasks to filter for \(.extrapolation.target) distinct kept | \(.extrapolation.tasks_to_filter) |",
   "| extrapolation | filter hours (wall) | \(.extrapolation.filter_hours_wall) |",
   "| extrapolation | filter GPU-hours | \(.extrapolation.filter_gpu_hours) (timing slot alone: \(.extrapolation.timing_slot_gpu_hours)) |"
 ' "$out/summary.json"
