@@ -33,7 +33,7 @@
 # Prints a summary table on stdout; summary.json holds the same and more. Needs jq and awk.
 # On the H200 (a sample of 6,000 tasks in a fixed time, then extrapolated), after
 # tests/gpu/filter_check.sh has passed:
-#   bench/run_data_bench.sh --device cuda --count 6000 --seconds 360 --grace 90 --out $OUT/data \
+#   bench/run_data_bench.sh --device cuda --count 16000 --seconds 360 --grace 90 --out $OUT/data \
 #     --reference kb1=.kernelbench/KernelBench/level1 --reference kb2=.kernelbench/KernelBench/level2 \
 #     --reference kb3=.kernelbench/KernelBench/level3
 # Extrapolation: dedup drops more of a longer stream (tasks with the same operators and other
