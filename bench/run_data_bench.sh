@@ -90,6 +90,7 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 run_stages() {
+  run_date=$(date -u +%FT%TZ)
   # The GPUs the filter will use (0 on the CPU device).
   ngpus=0 gpu_name=""
   if [[ $device == cuda ]]; then
@@ -159,7 +160,7 @@ run_stages() {
   ((stream_dedup_rc == 0)) || echo "run_data_bench: stream dedup exit $stream_dedup_rc" >&2
   [[ -f $out/stream-deduped.jsonl ]] || : >"$out/stream-deduped.jsonl"
   nrefs=$((${#references[@]} / 2))
-  declare -p device ngpus gpu_name jobs window timeout seconds count seed target nrefs synth_s \
+  declare -p run_date device ngpus gpu_name jobs window timeout seconds count seed target nrefs synth_s \
     synth_tasks filter_s filter_rc load_before load_after from_store dedup_s dedup_rc \
     stream_dedup_s stream_dedup_rc |
     sed 's/^declare -[a-z-]* /declare -g /' >"$out/stages.env"
@@ -187,7 +188,7 @@ jq -n \
   --argjson limit_s "$seconds" --argjson from_store "$from_store" --arg window "$window" \
   --argjson timeout "$timeout" --argjson dedup_s "$dedup_s" --argjson dedup_rc "$dedup_rc" \
   --argjson target "$target" --arg load_before "$load_before" --arg load_after "$load_after" \
-  --arg host "$(hostname)" --arg cores "$(nproc)" --arg date "$(date -u +%FT%TZ)" \
+  --arg host "$(hostname)" --arg cores "$(nproc)" --arg date "$run_date" \
   --argjson nrefs "$nrefs" '
   def hist: group_by(.) | map({key: (.[0] | tostring), value: length}) | from_entries;
   def pct($p): if length == 0 then null else sort | .[((length - 1) * $p) | floor] end;
@@ -210,7 +211,8 @@ jq -n \
   | (if $m != null and $keep != null and $keep > 0 then $m / $keep else null end) as $needed
   | ($f | map(.filter.seconds.slot // 0) | add // 0) as $slot_sum
   | {
-      date: $date, host: $host, cores: $cores, device: $device, gpu: $gpu, gpus: $ngpus,
+      date: $date, host: $host, cores: $cores, device: $device, gpus: $ngpus,
+      gpu: (if $gpu != "" then $gpu else ($f | map(.filter.gpu // empty) | first // "") end),
       load_before: $load_before, load_after: $load_after,
       synth: {count: $count, seed: $seed, tasks: $synth_tasks, seconds: $synth_s,
               tasks_per_s: per($synth_tasks; $synth_s), depth: ($tasks | map(.depth) | hist)},
