@@ -1,9 +1,9 @@
 // One task through the filter: the check job, the trusted reading of its files, then the timing
 // job under the device's timing slot, both in fresh forked children of a warm harness worker
 // (share/harness/worker.py) that has imported torch once. Key design choice: a task holds one
-// worker from its check to its timing, and timing is a job of its own, started only once the slot
-// is held, so the wait for the slot never eats into a job's time limit and other tasks' check and
-// compile work never shares a timing job.
+// worker from its check to its timing, and timing is a job of its own that builds the model and
+// draws its inputs first and takes the slot only then, so neither that work nor the wait for the
+// slot holds the device or eats into a job's time limit.
 #include "cudaagent/filter.h"
 
 #include <fcntl.h>
@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -115,8 +117,16 @@ struct TaskFilter::State {
     return lock_dir + "/" + name + ".lock";
   }
 
+  HarnessJob make_job(const std::string& mode, const std::string& task_dir,
+                      const std::string& out_dir) const;
   Result<HarnessRun> run_harness(FilterWorker& worker, const std::string& mode,
                                  const std::string& task_dir, const std::string& out_dir) const;
+  // The timing job as an interactive job: it builds the model and draws its inputs, says "built",
+  // and only then is the device's timing slot taken and the job told "go". Adds the seconds the
+  // slot was held to `slot_seconds` and those spent waiting for it to `wait_seconds`.
+  Result<HarnessRun> run_timing(FilterWorker& worker, const std::string& task_dir,
+                                const std::string& out_dir, double& slot_seconds,
+                                double& wait_seconds);
   FilterOutcome filter(const std::string& model_py);
 };
 
@@ -170,6 +180,10 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     HarnessWorkerOptions options;
     options.process.argv = {torch.python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
     options.process.env = harness_environment(made->out);  // HOME: the worker's output directory
+    // One thread of torch.compile per job: Inductor's default is a pool of one Python process
+    // per core in every job, which --jobs parallel check jobs would multiply past the cores (each
+    // pool process importing torch). Parallelism comes from --jobs.
+    options.process.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
     if (settings.device == "cuda") {
       options.process.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
     }
@@ -192,9 +206,8 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
   return chosen;
 }
 
-Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const std::string& mode,
-                                                  const std::string& task_dir,
-                                                  const std::string& out_dir) const {
+HarnessJob TaskFilter::State::make_job(const std::string& mode, const std::string& task_dir,
+                                      const std::string& out_dir) const {
   HarnessJob job;
   job.script = harness + "/filter_task.py";
   job.args = {"--mode", mode, "--task", task_dir + "/model.py", "--out", out_dir, "--device",
@@ -212,9 +225,13 @@ Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const st
     job.limits.data_bytes = settings.memory_limit_bytes;
     if (settings.device == "cpu") job.limits.address_space_bytes = settings.memory_limit_bytes;
   }
-  auto ran = worker.worker->run(job);
-  if (!ran) return ran.status();
-  HarnessRun run{std::move(ran).value(), std::nullopt, {}};
+  return job;
+}
+
+namespace {
+
+HarnessRun read_report(ProcessResult process, const std::string& out_dir) {
+  HarnessRun run{std::move(process), std::nullopt, {}};
   std::string text;
   if (auto read = read_untrusted_file(out_dir + "/report.json", kReportLimit, text); !read) {
     run.report_problem = read.message();
@@ -224,6 +241,74 @@ Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const st
     run.report = std::move(parsed).value();
   }
   return run;
+}
+
+}  // namespace
+
+Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const std::string& mode,
+                                                  const std::string& task_dir,
+                                                  const std::string& out_dir) const {
+  auto ran = worker.worker->run(make_job(mode, task_dir, out_dir));
+  if (!ran) return ran.status();
+  return read_report(std::move(ran).value(), out_dir);
+}
+
+Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std::string& task_dir,
+                                                 const std::string& out_dir, double& slot_seconds,
+                                                 double& wait_seconds) {
+  HarnessJob job = make_job("time", task_dir, out_dir);
+  job.args.emplace_back("--await-go");
+  auto opened = worker.worker->open_session(job);
+  if (!opened) return opened.status();
+  HarnessSession session = std::move(opened).value();
+  // The job's time limit covers its own running, not the wait for the slot.
+  double left = settings.timeout_seconds;
+  const auto timed_out = [&] {
+    session.abort();  // kills the worker, and the job with it
+    ProcessResult result;
+    result.outcome = ProcessResult::Outcome::kTimedOut;
+    result.signal = SIGKILL;
+    result.timeout_seconds = settings.timeout_seconds;
+    return result;
+  };
+  // 1. Building: until "built", or the job's end (a task that fails to build, or crashes).
+  auto phase = SteadyClock::now();
+  while (true) {
+    const double remaining = left - since(phase);
+    if (remaining <= 0) return read_report(timed_out(), out_dir);
+    auto message = session.receive(remaining);
+    if (!message) return message.status();
+    if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
+      return read_report(std::move(message.value().result), out_dir);
+    }
+    if (message.value().kind == HarnessSession::Message::Kind::kLine &&
+        message.value().text == "built") {
+      break;
+    }
+  }
+  left -= since(phase);
+  // 2. Warm-up and timing, alone on the device.
+  const auto waiting = SteadyClock::now();
+  std::lock_guard slot(*timing[worker.device]);
+  FileLock machine_slot(lock_path(worker.device));
+  wait_seconds += since(waiting);
+  phase = SteadyClock::now();
+  ProcessResult result;
+  if (Status sent = session.send("go"); !sent) {
+    // The worker is gone (the session aborted it): the job ended with it.
+    result.outcome = ProcessResult::Outcome::kSignaled;
+    result.signal = SIGKILL;
+    result.err = "the harness worker died during the job: " + sent.message();
+  } else if (auto closed = session.close(std::max(left, 0.001)); !closed) {
+    return closed.status();
+  } else {
+    result = std::move(closed).value();
+    if (result.outcome == ProcessResult::Outcome::kTimedOut) {
+      result.timeout_seconds = settings.timeout_seconds;
+    }
+  }
+  slot_seconds += since(phase);
+  return read_report(std::move(result), out_dir);
 }
 
 FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
@@ -242,7 +327,6 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     FilterWorker* worker;
     ~Release() { state.release_worker(worker); }
   } release{*this, &worker};
-  const std::size_t device = worker.device;
 
   // The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
   // (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
@@ -271,7 +355,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   std::vector<FilterReason> reasons;
   std::string determinism, compile_text;
   std::optional<EagerStats> stats;
-  double check_seconds = 0, time_seconds = 0;
+  double check_seconds = 0, time_seconds = 0, slot_seconds = 0, slot_wait_seconds = 0;
 
   // 1. The check job.
   const std::string check_dir = out_root + "/check";
@@ -349,14 +433,9 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   if (reasons.empty()) {
     const std::string time_dir = out_root + "/time";
     if (!make_out_dir(time_dir, settings.run_as)) return infra("cannot create '" + time_dir + "'");
-    Result<HarnessRun> timed = Status::error("not run");
-    {
-      std::lock_guard slot(*timing[device]);
-      FileLock machine_slot(lock_path(device));
-      phase = SteadyClock::now();
-      timed = run_harness(worker, "time", task_dir, time_dir);
-      time_seconds = since(phase);
-    }
+    phase = SteadyClock::now();
+    auto timed = run_timing(worker, task_dir, time_dir, slot_seconds, slot_wait_seconds);
+    time_seconds = since(phase) - slot_wait_seconds;
     if (!timed) return infra("timing job: " + timed.status().message());
     RunJudgement timing_run = judge_run(timed.value().process, timed.value().report,
                                     timed.value().report_problem);
@@ -399,7 +478,8 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
   out.field("sandbox", settings.sandbox_summary);
   out.key("seconds").begin_object().field("worker_start", worker_start_seconds);
-  out.field("check", check_seconds).field("time", time_seconds);
+  out.field("check", check_seconds).field("time", time_seconds).field("slot", slot_seconds);
+  out.field("slot_wait", slot_wait_seconds);
   out.field("total", since(started)).end_object().end_object();
   return outcome;
 }

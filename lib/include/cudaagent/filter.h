@@ -50,7 +50,7 @@ struct FilterSettings {
 
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
 // are not reused.
-inline constexpr std::string_view kFilterRulesVersion = "filter-2";
+inline constexpr std::string_view kFilterRulesVersion = "filter-3";
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):
