@@ -177,27 +177,21 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     if (!make_dir(dir) || !make_dir(made->in) || !make_out_dir(made->out, settings.run_as)) {
       return Status::error("cannot create the worker directories in " + cudaagent::quoted(dir));
     }
-    HarnessWorkerOptions options;
-    options.process.argv = {torch.python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
-    options.process.env = harness_environment(made->out);  // HOME: the worker's output directory
+    HarnessWorkerPlan plan;
+    plan.python = torch.python;
+    plan.harness_dir = harness;
+    plan.log_path = dir + "/worker.log";
+    plan.env = harness_environment(made->out);  // HOME: the worker's output directory
     // One thread of torch.compile per job: Inductor's default is a pool of one Python process
     // per core in every job, which --jobs parallel check jobs would multiply past the cores (each
     // pool process importing torch). Parallelism comes from --jobs.
-    options.process.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
-    if (settings.device == "cuda") {
-      options.process.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
-    }
-    options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
-    options.process.limits.open_files = 4096;
-    options.process.run_as = settings.run_as;
-    options.log_path = dir + "/worker.log";
-    if (settings.sandbox) {
-      options.wrap = [sandbox = settings.sandbox, readable = std::vector{harness, made->in},
-                      writable = std::vector{made->out}](const ProcessSpec& spec) {
-        return sandbox(spec, readable, writable);
-      };
-    }
-    made->worker = std::make_unique<HarnessWorker>(std::move(options));
+    plan.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
+    if (settings.device == "cuda") plan.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
+    plan.run_as = settings.run_as;
+    plan.readable = {harness, made->in};
+    plan.writable = {made->out};
+    plan.wrap = settings.sandbox;
+    made->worker = make_harness_worker(plan);
     workers.push_back(std::move(made));
     chosen = workers.back().get();
   }

@@ -141,18 +141,15 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   const std::string harness = share_dir() + "/harness";
   const auto worker = [&](const std::string& name, std::vector<std::string> readable,
                           std::vector<std::string> writable, const std::string& injection) {
-    HarnessWorkerOptions options;
-    options.process.argv = {torch.value().python, "-I", "-B", harness + "/worker.py", "--preload=torch"};
-    options.process.env = harness_env(writable.front(), injection);
-    options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
-    options.process.limits.open_files = 4096;
-    options.log_path = workers->root + "/" + name + "-worker.log";
-    if (settings.sandbox) {
-      options.wrap = [sandbox = settings.sandbox, readable, writable](const ProcessSpec& spec) {
-        return sandbox(spec, readable, writable);
-      };
-    }
-    return std::make_unique<HarnessWorker>(std::move(options));
+    HarnessWorkerPlan plan;
+    plan.python = torch.value().python;
+    plan.harness_dir = harness;
+    plan.log_path = workers->root + "/" + name + "-worker.log";
+    plan.env = harness_env(writable.front(), injection);
+    plan.readable = std::move(readable);
+    plan.writable = std::move(writable);
+    plan.wrap = settings.sandbox;
+    return make_harness_worker(plan);
   };
   workers->baseline = worker("baseline", {harness, workers->baseline_in}, {workers->baseline_out}, "");
   // kernel_trace: the CUPTI injection library enters the candidate's worker here (readable in its

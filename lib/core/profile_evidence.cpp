@@ -19,22 +19,6 @@ std::string times(double x) {
   return text;
 }
 
-void write_rounds(JsonWriter& json, const RoundSamples& rounds) {
-  json.begin_array();
-  for (const auto& round : rounds) {
-    json.begin_array();
-    for (double x : round) json.value(x);
-    json.end_array();
-  }
-  json.end_array();
-}
-
-void write_list(JsonWriter& json, const std::vector<double>& values) {
-  json.begin_array();
-  for (double x : values) json.value(x);
-  json.end_array();
-}
-
 double total(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cudaagent/json_writer.h"
+#include "cudaagent/timing_report.h"
 #include "cudaagent/tensor_compare.h"
 
 namespace cudaagent {
@@ -102,22 +103,6 @@ void add_fingerprint(const TensorTree& tree, OutputFingerprint& fp) {
     case ValueKind::kNone:
     case ValueKind::kOther: break;
   }
-}
-
-void write_rounds(JsonWriter& json, const RoundSamples& rounds) {
-  json.begin_array();
-  for (const auto& round : rounds) {
-    json.begin_array();
-    for (double x : round) json.value(x);
-    json.end_array();
-  }
-  json.end_array();
-}
-
-void write_list(JsonWriter& json, const std::vector<double>& values) {
-  json.begin_array();
-  for (double x : values) json.value(x);
-  json.end_array();
 }
 
 Result<RoundSamples> read_rounds(simdjson::dom::element value, const char* what) {

@@ -111,6 +111,22 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
   return SandboxChoice{std::move(wrap), probe.summary()};
 }
 
+std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan) {
+  HarnessWorkerOptions options;
+  options.process.argv = {plan.python, "-I", "-B", plan.harness_dir + "/worker.py", "--preload=torch"};
+  options.process.env = plan.env;
+  options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
+  options.process.limits.open_files = 4096;
+  options.process.run_as = plan.run_as;
+  options.log_path = plan.log_path;
+  if (plan.wrap) {
+    options.wrap = [wrap = plan.wrap, readable = plan.readable, writable = plan.writable](const ProcessSpec& spec) {
+      return wrap(spec, readable, writable);
+    };
+  }
+  return std::make_unique<HarnessWorker>(std::move(options));
+}
+
 std::vector<std::string> harness_environment(const std::string& home) {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1",
           "USER=cudaagent", "LOGNAME=cudaagent"};

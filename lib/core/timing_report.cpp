@@ -47,6 +47,22 @@ Result<TimingReport> build_timing_report(const TimingSamples& samples, const Boo
   return report;
 }
 
+void write_rounds(JsonWriter& json, const RoundSamples& rounds) {
+  json.begin_array();
+  for (const auto& round : rounds) {
+    json.begin_array();
+    for (double x : round) json.value(x);
+    json.end_array();
+  }
+  json.end_array();
+}
+
+void write_list(JsonWriter& json, const std::vector<double>& values) {
+  json.begin_array();
+  for (double x : values) json.value(x);
+  json.end_array();
+}
+
 void write_time_summary(JsonWriter& json, const TimeSummary& summary) {
   json.begin_object().field("median", summary.median_ms);
   write_interval(json, summary.ci_low_ms, summary.ci_high_ms);

@@ -182,19 +182,15 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   const std::string harness = share_dir() + "/harness";
   const auto worker = [&](const std::string& name, std::vector<std::string> readable,
                           std::vector<std::string> writable) {
-    HarnessWorkerOptions options;
-    options.process.argv = {torch.value().python, "-I", "-B", harness + "/worker.py",
-                            "--preload=torch"};
-    options.process.env = harness_env(writable.front());
-    options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
-    options.process.limits.open_files = 4096;
-    options.log_path = workers->root + "/" + name + "-worker.log";
-    if (settings.sandbox) {
-      options.wrap = [sandbox = settings.sandbox, readable, writable](const ProcessSpec& spec) {
-        return sandbox(spec, readable, writable);
-      };
-    }
-    return std::make_unique<HarnessWorker>(std::move(options));
+    HarnessWorkerPlan plan;
+    plan.python = torch.value().python;
+    plan.harness_dir = harness;
+    plan.log_path = workers->root + "/" + name + "-worker.log";
+    plan.env = harness_env(writable.front());
+    plan.readable = std::move(readable);
+    plan.writable = std::move(writable);
+    plan.wrap = settings.sandbox;
+    return make_harness_worker(plan);
   };
   workers->reference = worker("reference", {harness, workers->reference_in}, {workers->reference_out});
   workers->candidate = worker("candidate", {harness, settings.policy_path, workers->candidate_in},

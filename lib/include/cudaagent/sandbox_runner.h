@@ -4,9 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cudaagent/harness_worker.h"
 #include "cudaagent/process.h"
 #include "cudaagent/sandbox.h"
 #include "cudaagent/session.h"
@@ -53,6 +56,18 @@ std::vector<std::string> torch_runtime_paths(const TorchEnv& torch);
 // writable), LC_ALL, OMP_NUM_THREADS=1, and USER/LOGNAME (the sandbox has no /etc/passwd, and
 // torch asks getpass.getuser() for its cache paths). CUDA_VISIBLE_DEVICES is the caller's to add.
 std::vector<std::string> harness_environment(const std::string& home);
+
+// The warm harness worker each stage keeps (verify's reference and candidate workers, profile's,
+// filter's): `python -I -B <harness_dir>/worker.py --preload=torch` with `env`, the file-size and
+// open-files limits every stage uses, its stderr appended to `log_path`, and in the sandbox (when
+// `wrap` is set) able to read `readable` and write only `writable`.
+struct HarnessWorkerPlan {
+  std::string python, harness_dir, log_path;
+  std::vector<std::string> env, readable, writable;
+  std::optional<ProcessCredentials> run_as;
+  SandboxWrapper wrap;
+};
+std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan);
 
 // The GPU device nodes (/dev/nvidia*, not directories), for SandboxPolicy::devices.
 std::vector<std::string> gpu_device_nodes();

@@ -38,6 +38,9 @@ Result<TimingReport> build_timing_report(const TimingSamples& samples, const Boo
 
 // {"median", "ci95": [low, high], "cv", "cv_within_round", "trials", "rounds", "outliers",
 //  "mean", "min", "max"}; times in ms.
+// Samples as JSON: rounds as an array of arrays, a list as an array (numbers as JsonWriter writes them).
+void write_rounds(JsonWriter& json, const RoundSamples& rounds);
+void write_list(JsonWriter& json, const std::vector<double>& values);
 void write_time_summary(JsonWriter& json, const TimeSummary& summary);
 // {"median", "ci95": [low, high], "rounds", "round_ratios": [...]}.
 void write_speedup_summary(JsonWriter& json, const SpeedupSummary& speedup);
