@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
+#include "cudaagent/paths.h"
+
 namespace cudaagent {
 
 Result<CandidateSource> read_candidate_record(simdjson::dom::object record) {
@@ -28,6 +32,24 @@ Result<CandidateSource> read_candidate_record(simdjson::dom::object record) {
     return Status::error("candidate has neither 'files' nor 'workspace'");
   }
   return source;
+}
+
+Result<WorkspaceInput> workspace_input(const std::string& dir, const std::string& task_path,
+                                       const std::string& task_bytes) {
+  WorkspaceInput input;
+  input.workspace_dir = std::filesystem::absolute(dir).lexically_normal().string();
+  input.id = std::filesystem::path(input.workspace_dir).filename().string();
+  if (!task_path.empty()) {
+    input.model_py = task_bytes;
+    input.task_source = "--task " + task_path;
+    return input;
+  }
+  // Interactive use only: the workspace's own model.py is not protected from the candidate.
+  if (!read_whole_file(input.workspace_dir + "/model.py", input.model_py)) {
+    return Status::error("'" + dir + "' has no model.py and no --task was given");
+  }
+  input.task_source = "workspace model.py (not protected: pass --task for rewards)";
+  return input;
 }
 
 Result<bool> inputs_are_workspaces(const std::vector<std::string>& inputs) {

@@ -480,12 +480,8 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
 
 Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
-  auto torch = find_torch(settings.python, settings.cache_dir);
+  auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
   if (!torch) return torch.status();
-  if (settings.device == "cuda" && !torch.value().cuda_available) {
-    return Status::error("--device cuda, but torch " + torch.value().torch_version + " in '" +
-                         torch.value().python + "' sees no GPU (use --device cpu)");
-  }
   auto state = std::make_unique<State>();
   state->harness = share_dir() + "/harness";
   if (!settings.cache_dir.empty() && make_directories(settings.cache_dir + "/locks")) {
@@ -496,11 +492,9 @@ Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
   } else {
     state->devices = {"cpu"};
   }
-  std::string pattern = settings.scratch_dir + "/cudaagent-filter-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return Status::error("cannot create a directory in " + cudaagent::quoted(settings.scratch_dir) +
-                         ": " + std::strerror(errno));
-  }
+  auto root = make_private_dir(settings.scratch_dir, "cudaagent-filter");
+  if (!root) return root.status();
+  const std::string pattern = root.value();
   state->root = pattern;
   state->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
   if (settings.run_as && ::chmod(pattern.c_str(), 0711) != 0) {

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "cudaagent/session.h"
+
 #ifndef CUDAAGENT_SOURCE_SHARE_DIR
 #define CUDAAGENT_SOURCE_SHARE_DIR ""
 #endif
@@ -134,6 +136,14 @@ Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::
 RemovedTree::~RemovedTree() {
   std::error_code ignored;
   if (!path_.empty() && !keep_) std::filesystem::remove_all(path_, ignored);
+}
+
+Result<std::string> make_private_dir(const std::string& parent, const std::string& prefix) {
+  std::string pattern = parent + "/" + prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return Status::error("cannot create a directory in " + cudaagent::quoted(parent) + ": " + std::strerror(errno));
+  }
+  return pattern;
 }
 
 }  // namespace cudaagent

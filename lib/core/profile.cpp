@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -115,18 +114,12 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (!settings.kernel_trace_library.empty() && settings.device != "cuda") {
     return Status::error("the kernel trace needs --device cuda");
   }
-  auto torch = find_torch(settings.python, settings.cache_dir);
+  auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
   if (!torch) return torch.status();
-  if (settings.device == "cuda" && !torch.value().cuda_available) {
-    return Status::error("--device cuda, but torch " + torch.value().torch_version + " in '" +
-                         torch.value().python + "' sees no GPU (use --device cpu for CPU tasks)");
-  }
   auto workers = std::make_unique<ProfileWorkers>();
-  std::string pattern = settings.scratch_dir + "/cudaagent-profile-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return Status::error("cannot create a directory in " + cudaagent::quoted(settings.scratch_dir) + ": " +
-                         std::strerror(errno));
-  }
+  auto root = make_private_dir(settings.scratch_dir, "cudaagent-profile");
+  if (!root) return root.status();
+  const std::string pattern = root.value();
   workers->root = pattern;
   workers->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
   workers->baseline_in = pattern + "/baseline/in";

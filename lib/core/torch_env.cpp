@@ -151,4 +151,15 @@ Result<TorchEnv> find_torch(const std::string& requested, const std::string& cac
   return Status::error("no Python with torch found: " + errors);
 }
 
+Result<TorchEnv> find_torch_for_device(const std::string& requested, const std::string& cache_dir,
+                                       const std::string& device) {
+  auto torch = find_torch(requested, cache_dir);
+  if (!torch) return torch.status();
+  if (device == "cuda" && !torch.value().cuda_available) {
+    return Status::error("--device cuda, but torch " + torch.value().torch_version + " in '" +
+                         torch.value().python + "' sees no GPU (use --device cpu for CPU tasks)");
+  }
+  return torch;
+}
+
 }  // namespace cudaagent

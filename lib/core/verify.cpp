@@ -12,7 +12,6 @@
 #include <csignal>
 #include <filesystem>
 #include <optional>
-#include <cstring>
 
 #include "cudaagent/gpu_keeper.h"
 #include "cudaagent/json_writer.h"
@@ -156,18 +155,12 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }
-  auto torch = find_torch(settings.python, settings.cache_dir);
+  auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
   if (!torch) return torch.status();
-  if (settings.device == "cuda" && !torch.value().cuda_available) {
-    return Status::error("--device cuda, but torch " + torch.value().torch_version + " in '" +
-                         torch.value().python + "' sees no GPU (use --device cpu for CPU tasks)");
-  }
   auto workers = std::make_unique<VerifyWorkers>();
-  std::string pattern = settings.scratch_dir + "/cudaagent-verify-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return Status::error("cannot create a directory in " + cudaagent::quoted(settings.scratch_dir) + ": " +
-                         std::strerror(errno));
-  }
+  auto root = make_private_dir(settings.scratch_dir, "cudaagent-verify");
+  if (!root) return root.status();
+  const std::string pattern = root.value();
   workers->root = pattern;
   if (settings.device == "cuda") workers->keeper.emplace(GpuKeeper::open());
   workers->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);

@@ -84,18 +84,13 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
   }
   for (const std::string& dir : options.common.inputs) {
     if (session.stop_signal.load() != 0) break;
+    auto input = workspace_input(dir, options.task, task_bytes);
+    if (!input) return input.status();
     VerifyRequest request;
-    request.workspace_dir = fs::absolute(dir).lexically_normal().string();
-    request.id = fs::path(request.workspace_dir).filename().string();
-    std::string task_source = "--task " + options.task;
-    request.model_py = task_bytes;
-    if (options.task.empty()) {
-      // Interactive use only: the workspace's own model.py is not protected from the candidate.
-      if (!read_whole_file(request.workspace_dir + "/model.py", request.model_py)) {
-        return Status::error("'" + dir + "' has no model.py and no --task was given");
-      }
-      task_source = "workspace model.py (not protected: pass --task for rewards)";
-    }
+    request.workspace_dir = input.value().workspace_dir;
+    request.id = input.value().id;
+    request.model_py = std::move(input.value().model_py);
+    const std::string task_source = input.value().task_source;
     auto outcome = verifier.verify(request);
     std::string line;
     if (!outcome) {

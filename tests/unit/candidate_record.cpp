@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "test_support.h"
 
@@ -52,4 +53,23 @@ TEST_CASE("inputs are all workspaces, all JSONL files, or an error") {
   CHECK(inputs_are_workspaces({dir.file("a.jsonl")}).value() == false);
   CHECK(inputs_are_workspaces({}).value() == false);
   CHECK(!inputs_are_workspaces({dir.path().string(), dir.file("a.jsonl")}));
+}
+
+TEST_CASE("a workspace input takes --task when given, else the workspace's own model.py") {
+  TempDir dir;
+  const std::string ws = dir.file("ws");
+  std::filesystem::create_directory(ws);
+  auto given = workspace_input(ws, "task.py", "PRISTINE");
+  REQUIRE(given);
+  CHECK(given.value().id == "ws");
+  CHECK(given.value().workspace_dir == ws);
+  CHECK(given.value().model_py == "PRISTINE");
+  CHECK(given.value().task_source == "--task task.py");
+
+  CHECK(workspace_input(ws, "", "").status().message().find("has no model.py") != std::string::npos);
+  write_file(ws + "/model.py", "OWN");
+  auto own = workspace_input(ws, "", "");
+  REQUIRE(own);
+  CHECK(own.value().model_py == "OWN");
+  CHECK(own.value().task_source.find("not protected") != std::string::npos);
 }

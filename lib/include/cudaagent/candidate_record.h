@@ -23,6 +23,15 @@ struct CandidateSource {
 // A Status (its message fit for the record's error) when the record has not that shape.
 Result<CandidateSource> read_candidate_record(simdjson::dom::object record);
 
+// A workspace named on the command line: its absolute path, its id (the directory's name) and the
+// pristine task — the bytes of --task (`task_path`, read once into `task_bytes`) when given, else
+// the workspace's own model.py, which the candidate could have edited (`task_source` says which).
+struct WorkspaceInput {
+  std::string id, workspace_dir, model_py, task_source;
+};
+Result<WorkspaceInput> workspace_input(const std::string& dir, const std::string& task_path,
+                                       const std::string& task_bytes);
+
 // True when every input is a directory (workspaces), false when none is (JSONL files); a Status
 // when they are mixed.
 Result<bool> inputs_are_workspaces(const std::vector<std::string>& inputs);

@@ -26,6 +26,10 @@ std::string cache_dir();
 // Creates `path` and its parents with `mode` if missing. False on failure.
 bool make_directories(const std::string& path, unsigned mode = 0700);
 
+// A fresh directory <parent>/<prefix>-XXXXXX (mkdtemp: 0700, unpredictable name); a Status that
+// names the parent and the reason when it cannot be made.
+Result<std::string> make_private_dir(const std::string& parent, const std::string& prefix);
+
 // Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
 bool write_file_atomically(const std::string& path, const std::string& bytes);
 

@@ -40,6 +40,11 @@ Result<TorchEnv> discover_torch(const std::string& python, const std::string& ca
 // discover_torch over python_candidates(requested); the errors of every candidate when none works.
 Result<TorchEnv> find_torch(const std::string& requested, const std::string& cache_dir);
 
+// find_torch, and for `device` "cuda" a torch that sees a GPU (else a Status that says which torch
+// in which interpreter saw none).
+Result<TorchEnv> find_torch_for_device(const std::string& requested, const std::string& cache_dir,
+                                       const std::string& device);
+
 // Parses a discovery record (the JSON the script prints). Exposed for tests.
 Result<TorchEnv> parse_torch_env(const std::string& json);
 
