@@ -34,11 +34,21 @@ Result<CandidateSource> read_candidate_record(simdjson::dom::object record) {
   return source;
 }
 
+std::string workspace_path(const std::string& dir) {
+  std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
+  if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  return path.string();
+}
+
+std::string workspace_id(const std::string& workspace_path) {
+  return std::filesystem::path(workspace_path).filename().string();
+}
+
 Result<WorkspaceInput> workspace_input(const std::string& dir, const std::string& task_path,
                                        const std::string& task_bytes) {
   WorkspaceInput input;
-  input.workspace_dir = std::filesystem::absolute(dir).lexically_normal().string();
-  input.id = std::filesystem::path(input.workspace_dir).filename().string();
+  input.workspace_dir = workspace_path(dir);
+  input.id = workspace_id(input.workspace_dir);
   if (!task_path.empty()) {
     input.model_py = task_bytes;
     input.task_source = "--task " + task_path;

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -20,7 +19,6 @@
 #include "cudaagent/workspace.h"
 
 namespace cudaagent {
-namespace fs = std::filesystem;
 namespace {
 
 // Installs settings.sandbox from the probe, or explains why untrusted code cannot run.
@@ -119,8 +117,8 @@ Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
   check_options.jobs = std::max(options.common.jobs, 1);
   for (const std::string& dir : options.common.inputs) {
     if (session.stop_signal.load() != 0) break;
-    const std::string workspace = fs::absolute(dir).lexically_normal().string();
-    const std::string id = fs::path(workspace).filename().string();
+    const std::string workspace = workspace_path(dir);
+    const std::string id = workspace_id(workspace);
     std::string line;
     // The same snapshot rules as a verification: only the candidate's own files are read.
     auto snapshot = snapshot_workspace(workspace, SnapshotLimits{}, ProtectedFiles{});

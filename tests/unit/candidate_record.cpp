@@ -66,6 +66,12 @@ TEST_CASE("a workspace input takes --task when given, else the workspace's own m
   CHECK(given.value().model_py == "PRISTINE");
   CHECK(given.value().task_source == "--task task.py");
 
+  auto slash = workspace_input(ws + "/", "task.py", "PRISTINE");  // as a shell completes it
+  REQUIRE(slash);
+  CHECK(slash.value().id == "ws");
+  CHECK(slash.value().workspace_dir == ws);
+  CHECK(workspace_path("/") == "/");
+
   CHECK(workspace_input(ws, "", "").status().message().find("has no model.py") != std::string::npos);
   write_file(ws + "/model.py", "OWN");
   auto own = workspace_input(ws, "", "");

@@ -26,6 +26,11 @@ Result<CandidateSource> read_candidate_record(simdjson::dom::object record);
 // A workspace named on the command line: its absolute path, its id (the directory's name) and the
 // pristine task — the bytes of --task (`task_path`, read once into `task_bytes`) when given, else
 // the workspace's own model.py, which the candidate could have edited (`task_source` says which).
+// A workspace directory as an absolute, normal path without a trailing '/' (so that "ws/" has the
+// id "ws"), and that id.
+std::string workspace_path(const std::string& dir);
+std::string workspace_id(const std::string& workspace_path);
+
 struct WorkspaceInput {
   std::string id, workspace_dir, model_py, task_source;
 };
