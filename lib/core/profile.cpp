@@ -225,15 +225,7 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   }
   auto phase = SteadyClock::now();
   BuildOptions build_options = s.build;
-  if (s.sandbox) {
-    const auto sandbox = s.sandbox;
-    const std::string cache = build_options.cache_dir;
-    build_options.runner = [sandbox, work, cache](const ProcessSpec& spec) -> Result<ProcessResult> {
-      auto command = sandbox(spec, {}, {work, cache});
-      if (!command) return command.status();
-      return run_process(command.value().spec);
-    };
-  }
+  if (s.sandbox) build_options.runner = sandboxed_build_runner(s.sandbox, work, build_options.cache_dir);
   auto built = build_extension(work, work, torch_, build_options);
   evidence.timings.emplace_back("build", since(phase));
   if (!built) return evidence.finish(Verdict::kInfraError, "build machinery: " + built.status().message());

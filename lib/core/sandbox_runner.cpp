@@ -127,6 +127,15 @@ std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan
   return std::make_unique<HarnessWorker>(std::move(options));
 }
 
+std::function<Result<ProcessResult>(const ProcessSpec&)> sandboxed_build_runner(
+    const SandboxWrapper& wrap, const std::string& work, const std::string& cache) {
+  return [wrap, work, cache](const ProcessSpec& spec) -> Result<ProcessResult> {
+    auto command = wrap(spec, {}, {work, cache});
+    if (!command) return command.status();
+    return run_process(command.value().spec);
+  };
+}
+
 std::vector<std::string> harness_environment(const std::string& home) {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LC_ALL=C.UTF-8", "OMP_NUM_THREADS=1",
           "USER=cudaagent", "LOGNAME=cudaagent"};

@@ -360,13 +360,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   phase = SteadyClock::now();
   BuildOptions build_options = settings_.build;
   if (settings_.sandbox) {
-    const auto sandbox = settings_.sandbox;
-    const std::string cache = build_options.cache_dir;
-    build_options.runner = [sandbox, work, cache](const ProcessSpec& spec) -> Result<ProcessResult> {
-      auto command = sandbox(spec, {}, {work, cache});
-      if (!command) return command.status();
-      return run_process(command.value().spec);
-    };
+    build_options.runner = sandboxed_build_runner(settings_.sandbox, work, build_options.cache_dir);
   }
   auto built = build_extension(work, work, torch_, build_options);
   evidence.timings.emplace_back("build", since(phase));

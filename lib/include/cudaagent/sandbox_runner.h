@@ -69,6 +69,11 @@ struct HarnessWorkerPlan {
 };
 std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan);
 
+// A build runner (BuildOptions::runner) that runs each compiler in the sandbox, writing only the
+// workspace being built and the object cache.
+std::function<Result<ProcessResult>(const ProcessSpec&)> sandboxed_build_runner(
+    const SandboxWrapper& wrap, const std::string& work, const std::string& cache);
+
 // The GPU device nodes (/dev/nvidia*, not directories), for SandboxPolicy::devices.
 std::vector<std::string> gpu_device_nodes();
 
