@@ -38,6 +38,7 @@ import os
 import resource
 import runpy
 import select
+import shutil
 import signal
 import sys
 import threading
@@ -48,6 +49,7 @@ _LIMITS = {
     "address_space_bytes": resource.RLIMIT_AS,
     "data_bytes": resource.RLIMIT_DATA,
     "file_size_bytes": resource.RLIMIT_FSIZE,
+    "processes": resource.RLIMIT_NPROC,  # binds only a job that does not run as root
 }
 
 
@@ -100,6 +102,31 @@ def _end_strays():
             except ChildProcessError:
                 pass
     return killed, not _child_pids()
+
+
+def _scrub(directories):
+    """Empties each directory (the sandbox's private /tmp and /dev/shm) once a job and everything
+    it started have ended, so the next job of this worker starts from empty writable space.
+    Returns the number of entries removed, or None when nothing was asked."""
+    if not directories:
+        return None
+    removed = 0
+    for directory in directories:
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(directory, name)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def _drain(fd, cap, sink):
@@ -296,6 +323,7 @@ def _serve_one(request, reply, requests):
         os.close(reply_write)
         status, usage = _relay(request, pid, requests, reply, command_write, reply_read)
     strays, strays_ended = _end_strays()
+    scrubbed = _scrub(request.get("scrub", []))
     # The child's own descendants may hold the output pipe; do not wait for them long.
     drainer.join(timeout=0.5)
     answer = {"job": request.get("job"), "output": sink[0].decode("utf-8", "replace"),
@@ -304,6 +332,8 @@ def _serve_one(request, reply, requests):
               "max_rss_bytes": usage.ru_maxrss * 1024, "stray_processes": strays}
     if not strays_ended:
         answer["strays_survived"] = True
+    if scrubbed is not None:
+        answer["scrubbed"] = scrubbed
     if os.WIFSIGNALED(status):
         answer["signal"] = os.WTERMSIG(status)
     else:

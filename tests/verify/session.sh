@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# cudaagent-verify --prefetch-reference: after a candidate, the next reference of its task is made
-# while the next candidate is written; the next candidate of that task takes it (the record says
-# reference_prefetched), a build failure leaves its unused reference for the next one, and a
-# candidate of another task gets its own reference and a correct verdict. Args: BIN_DIR BASE_WORKSPACE.
+# One verifier, a stream of candidates: the task's evaluation session stays open across candidates
+# of the same task (the record says session.task_reused), a build failure does not end it, and a
+# candidate of another task gets a session of its own and a correct verdict, as does the first
+# task's next candidate after it. Args: BIN_DIR BASE_WORKSPACE.
 set -euo pipefail
 bin=$1 base=$2
 scratch=$(mktemp -d)
@@ -22,13 +22,13 @@ record() { jq -nc --rawfile m "$2/model.py" --arg w "$1" --arg id "$3" '{id: $id
   record "$scratch/other" "$scratch/other" other-task
   record "$scratch/ws" "$base" back
 } >"$scratch/in.jsonl"
-"$bin/cudaagent-verify" --quiet --device cpu --prefetch-reference "$scratch/in.jsonl" >"$scratch/out.jsonl" ||
+"$bin/cudaagent-verify" --quiet --device cpu "$scratch/in.jsonl" >"$scratch/out.jsonl" ||
   fail "cudaagent-verify exited $?"
-row() { jq -r --arg id "$1" 'select(.id == $id) | "\(.verify.verdict) \(.verify.reference_prefetched // false)"' "$scratch/out.jsonl"; }
+row() { jq -r --arg id "$1" 'select(.id == $id) | "\(.verify.verdict) \(.verify.session.task_reused // false)"' "$scratch/out.jsonl"; }
 [[ $(row first) == "PASS false" ]] || fail "first: $(row first)"
 [[ $(row broken) == "FAIL_COMPILE true" ]] || fail "broken: $(row broken)"
 [[ $(row after-broken) == "PASS true" ]] || fail "after a build failure: $(row after-broken)"
 [[ $(row again) == "PASS true" ]] || fail "again: $(row again)"
-[[ $(row other-task) == "PASS false" ]] || fail "another task took a prefetched reference: $(row other-task)"
+[[ $(row other-task) == "PASS false" ]] || fail "another task reused the first task's session: $(row other-task)"
 [[ $(row back) == "PASS false" ]] || fail "back to the first task: $(row back)"
 echo ok

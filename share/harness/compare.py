@@ -1,0 +1,104 @@
+"""The trusted comparison of one call's output with the reference's, on the device where both are.
+
+Run only in the owner process (session_owner.py), over tensors it holds itself: the reference's
+output and the output buffer the runner wrote into. The rules (man/cudaagent-verify.1, CORRECTNESS):
+
+  structure   the number, dtype and shape of the output tensors match the reference's exactly
+              (the owner sized the buffers from the reference, so a runner reports a mismatch);
+  specials    NaN, +Inf and -Inf sit at the same positions;
+  values      every finite element satisfies |a - e| <= atol * scale + rtol * |e|, where scale is
+              min(1, rms(e)) over the reference tensor's finite elements: the absolute tolerance
+              shrinks with outputs that are small (a softmax over 8,192 columns, values near 1e-4,
+              would otherwise pass with every element wrong) and is atol itself for outputs of
+              magnitude 1 or more;
+  degenerate  a constant output where the reference varies fails even within tolerance.
+
+Integer and bool tensors must be equal. Returns a dict with the record's fields (match, failure,
+reason, max_abs_error, max_rel_error, mismatched, worst).
+"""
+
+import math
+
+
+def _floating(torch, tensor):
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
+def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path):
+    """None on a match, else (failure, reason, mismatched, max_abs, max_rel)."""
+    if actual.dtype != expected.dtype or tuple(actual.shape) != tuple(expected.shape):
+        return ("format", f"{path}: {actual.dtype} {tuple(actual.shape)} where the reference is "
+                          f"{expected.dtype} {tuple(expected.shape)}", expected.numel(), None, None)
+    if expected.numel() == 0:
+        return None
+    if not _floating(torch, expected):
+        differs = actual != expected
+        count = int(differs.sum().item())
+        if count:
+            index = int(differs.flatten().nonzero()[0].item())
+            return ("values", f"{path}: {count} of {expected.numel()} elements differ (first at flat "
+                              f"index {index}: {actual.flatten()[index].item()} vs "
+                              f"{expected.flatten()[index].item()})", count, None, None)
+        return None
+    e = expected.to(torch.float64)
+    a = actual.to(torch.float64)
+    e_nan, a_nan = torch.isnan(e), torch.isnan(a)
+    e_inf, a_inf = torch.isinf(e), torch.isinf(a)
+    special = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (torch.sign(e) != torch.sign(a)))
+    finite = torch.isfinite(e) & torch.isfinite(a)
+    diff = torch.where(finite, (a - e).abs(), torch.zeros_like(e))
+    magnitude = torch.where(finite, e.abs(), torch.zeros_like(e))
+    finite_count = int(finite.sum().item())
+    rms = math.sqrt(float((magnitude * magnitude).sum().item()) / finite_count) if finite_count else 0.0
+    scale = min(1.0, rms) if rms > 0 else 1.0
+    limit = atol * scale + rtol * magnitude
+    bad = (finite & (diff > limit)) | special
+    count = int(bad.sum().item())
+    max_abs = float(diff.max().item())
+    rel = torch.where(finite & (e != 0), diff / e.abs().clamp_min(1e-300), torch.zeros_like(e))
+    max_rel = float(rel.max().item())
+    # A constant output where the reference varies says more than "values differ": checked first.
+    if reject_degenerate and expected.numel() > 1:
+        flat_a, flat_e = a.flatten(), e.flatten()
+        a_constant = bool(torch.all((flat_a == flat_a[0]) | (torch.isnan(flat_a) & torch.isnan(flat_a[0]))).item())
+        e_constant = bool(torch.all((flat_e == flat_e[0]) | (torch.isnan(flat_e) & torch.isnan(flat_e[0]))).item())
+        if a_constant and not e_constant:
+            return ("degenerate", f"{path}: constant output ({flat_a[0].item():.6g}) where the reference "
+                                  f"varies", expected.numel(), max_abs, max_rel)
+    if count:
+        index = int(bad.flatten().nonzero()[0].item())
+        return ("values", f"{path}: {count} of {expected.numel()} elements outside atol={atol:g}*"
+                          f"{scale:.3g} + rtol={rtol:g}*|e| (first at flat index {index}: "
+                          f"{actual.flatten()[index].item():.6g} vs {expected.flatten()[index].item():.6g})",
+                count, max_abs, max_rel)
+    return None, max_abs, max_rel
+
+
+def compare_outputs(torch, expected, actual, atol, rtol, reject_degenerate=True):
+    """`expected` and `actual`: lists of (path, tensor) in the same order. The record's check
+    fields as a dict."""
+    result = {"match": True, "failure": "none", "reason": "", "max_abs_error": 0.0,
+              "max_rel_error": 0.0, "mismatched": 0, "worst": ""}
+    worst = -1.0
+    if len(expected) != len(actual):
+        result.update(match=False, failure="format",
+                      reason=f"{len(actual)} output tensors where the reference has {len(expected)}")
+        return result
+    for (path, e), (_, a) in zip(expected, actual):
+        found = compare_tensor(torch, e, a, atol, rtol, reject_degenerate, path)
+        if found is None:
+            continue
+        if found[0] is None:  # a match with its errors
+            _, max_abs, max_rel = found
+        else:
+            failure, reason, count, max_abs, max_rel = found
+            if result["match"]:
+                result.update(match=False, failure=failure, reason=reason)
+            result["mismatched"] += int(count)
+        if max_abs is not None:
+            if max_abs > worst:
+                worst = max_abs
+                result["worst"] = path
+            result["max_abs_error"] = max(result["max_abs_error"], max_abs)
+            result["max_rel_error"] = max(result["max_rel_error"], max_rel)
+    return result
