@@ -54,7 +54,7 @@ CallVerdict verdict_of_stop(const CallStop& stop, std::size_t first_call_index,
   const std::string detail = last_line(stop.detail);
   if (out_of_memory(detail)) return {Verdict::kFailResource, call + ": the candidate ran out of memory: " + detail};
   return {Verdict::kFailRuntime, call + ": the candidate " + (stop.why == "runner error" ? "raised: " : stop.why + ": ") +
-                                     detail + fault_note(detail)};
+                                     detail + fault_note(stop.detail)};
 }
 
 CallVerdict verdict_of_check(const CallCheck& check, const std::string& what) {

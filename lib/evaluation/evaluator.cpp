@@ -384,7 +384,8 @@ Result<RunnerStart> Evaluator::attach_candidate(const std::string& work_dir) {
   HarnessJob job = st.job("session_runner.py",
                           {"--role", "candidate", "--socket", st.socket_root + "/candidate/candidate.sock",
                            "--state", st.state_dir, "--work", work_dir, "--device", st.settings.device,
-                           "--policy", st.settings.policy_path});
+                           "--policy", st.settings.policy_path, "--audit-fraction",
+                           std::to_string(st.settings.audit_fraction)});
   if (st.sandboxed()) job.scrub_dirs = {"/tmp", "/dev/shm"};
   if (st.settings.candidate_user) job.limits.processes = st.settings.candidate_processes;
   return st.attach("candidate", *st.candidate_worker, std::move(job), st.candidate);

@@ -120,6 +120,10 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     std::int64_t seed = 0;
     if (!item["seed"].get(seed)) call.seed = static_cast<std::uint64_t>(seed);
     call.host_ms = number_or(item["host_ms"], 0);
+    simdjson::dom::object runner;
+    if (!item["runner"].get_object().get(runner) && runner.size() > 0) {
+      call.runner_json = std::string(simdjson::minify(runner)).substr(0, 2000);
+    }
     simdjson::dom::object check;
     if (!item["check"].get_object().get(check)) {
       CallCheck c;

@@ -80,6 +80,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.load_timeout_seconds = settings.load_timeout_seconds;
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
+  evaluation.audit_fraction = settings.audit_fraction;
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
   return Profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());

@@ -110,7 +110,7 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")
       ->capture_default_str()->check(CLI::Range(0.01, 60000.0));
-  app.add_option("--max-calls", s.max_calls, "Most timed calls per round")->capture_default_str()
+  app.add_option("--max-calls", s.max_calls, "Most timed calls per round and arm")->capture_default_str()
       ->check(CLI::Range(2, 100000));
   app.add_option("--warmup-ms", s.warmup_ms, "Warm-up per arm before the first round, ms")
       ->capture_default_str()->check(CLI::Range(0.0, 600000.0));

@@ -44,6 +44,7 @@ struct Evidence {
   std::vector<std::pair<std::string, double>> timings;
   std::string snapshot_hash, key;
   bool task_reused = false;
+  std::string task_phases;  // the owner's account of opening the task (its phases), JSON
 };
 
 void write_build(JsonWriter& out, const BuildResult& build) {
@@ -175,7 +176,12 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
       const std::string& err = runner->err;
       out.field("candidate_stderr", err.size() > 4000 ? err.substr(err.size() - 4000) : err);
     }
-    out.key("session").begin_object().field("task_reused", evidence.task_reused).end_object();
+    out.key("session").begin_object().field("task_reused", evidence.task_reused);
+    if (!evidence.task_phases.empty()) out.key("task_phases_s").raw(evidence.task_phases);
+    if (facts.batch && !facts.batch->calls.empty() && !facts.batch->calls.front().runner_json.empty()) {
+      out.key("first_call").raw(facts.batch->calls.front().runner_json);
+    }
+    out.end_object();
     out.key("sandbox").begin_object().field("launcher", settings_.sandbox_summary);
     out.key("layers").begin_array();
     if (facts.start) {
@@ -279,6 +285,14 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   evidence.timings.emplace_back("task_session", task_seconds);
   evidence.timings.emplace_back("task_wait_after_build", since(phase));
   evidence.task_reused = evaluator_->task_reused();
+  if (task && !evidence.task_reused) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element layout;
+    simdjson::dom::object phases;
+    if (!parser.parse(task.value().layout_json).get(layout) && !layout["phases_s"].get_object().get(phases)) {
+      evidence.task_phases = std::string(simdjson::minify(phases));
+    }
+  }
   if (!built) {
     facts.infra = "build machinery: " + built.status().message();
     return finish();

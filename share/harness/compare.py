@@ -17,9 +17,6 @@ Integer and bool tensors must be equal. Returns a dict with the record's fields 
 reason, max_abs_error, max_rel_error, mismatched, worst).
 """
 
-import math
-
-
 def _floating(torch, tensor):
     return tensor.is_floating_point() or tensor.is_complex()
 
@@ -46,25 +43,28 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path)
     e_inf, a_inf = torch.isinf(e), torch.isinf(a)
     special = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (torch.sign(e) != torch.sign(a)))
     finite = torch.isfinite(e) & torch.isfinite(a)
-    diff = torch.where(finite, (a - e).abs(), torch.zeros_like(e))
-    magnitude = torch.where(finite, e.abs(), torch.zeros_like(e))
-    finite_count = int(finite.sum().item())
-    rms = math.sqrt(float((magnitude * magnitude).sum().item()) / finite_count) if finite_count else 0.0
-    scale = min(1.0, rms) if rms > 0 else 1.0
+    zero = torch.zeros((), dtype=torch.float64, device=e.device)
+    diff = torch.where(finite, (a - e).abs(), zero)
+    magnitude = torch.where(finite, e.abs(), zero)
+    # rms(e) over the finite elements decides the scale of atol; everything below is computed on the
+    # device and read back in one transfer (each read is a synchronisation).
+    finite_count = finite.sum().to(torch.float64)
+    rms = torch.sqrt((magnitude * magnitude).sum() / finite_count.clamp_min(1))
+    scale = torch.where(rms > 0, torch.clamp(rms, max=1.0), torch.ones_like(rms))
     limit = atol * scale + rtol * magnitude
     bad = (finite & (diff > limit)) | special
-    count = int(bad.sum().item())
-    max_abs = float(diff.max().item())
-    rel = torch.where(finite & (e != 0), diff / e.abs().clamp_min(1e-300), torch.zeros_like(e))
-    max_rel = float(rel.max().item())
+    rel = torch.where(finite & (e != 0), diff / e.abs().clamp_min(1e-300), zero)
+    flat_a, flat_e = a.flatten(), e.flatten()
+    a_constant = torch.all((flat_a == flat_a[0]) | (torch.isnan(flat_a) & torch.isnan(flat_a[0])))
+    e_constant = torch.all((flat_e == flat_e[0]) | (torch.isnan(flat_e) & torch.isnan(flat_e[0])))
+    count, max_abs, max_rel, scale, a_constant, e_constant = torch.stack([
+        bad.sum().to(torch.float64), diff.max(), rel.max(), scale, a_constant.to(torch.float64),
+        e_constant.to(torch.float64)]).tolist()
+    count = int(count)
     # A constant output where the reference varies says more than "values differ": checked first.
-    if reject_degenerate and expected.numel() > 1:
-        flat_a, flat_e = a.flatten(), e.flatten()
-        a_constant = bool(torch.all((flat_a == flat_a[0]) | (torch.isnan(flat_a) & torch.isnan(flat_a[0]))).item())
-        e_constant = bool(torch.all((flat_e == flat_e[0]) | (torch.isnan(flat_e) & torch.isnan(flat_e[0]))).item())
-        if a_constant and not e_constant:
-            return ("degenerate", f"{path}: constant output ({flat_a[0].item():.6g}) where the reference "
-                                  f"varies", expected.numel(), max_abs, max_rel)
+    if reject_degenerate and expected.numel() > 1 and a_constant and not e_constant:
+        return ("degenerate", f"{path}: constant output ({flat_a[0].item():.6g}) where the reference "
+                              f"varies", expected.numel(), max_abs, max_rel)
     if count:
         index = int(bad.flatten().nonzero()[0].item())
         return ("values", f"{path}: {count} of {expected.numel()} elements outside atol={atol:g}*"

@@ -44,6 +44,10 @@ struct EvaluationSettings {
   // `candidate_processes` as its process limit. Not set: the caller's user, no process limit.
   std::optional<ProcessCredentials> candidate_user;
   std::uint64_t candidate_processes = 256;
+  // The share of the candidate's calls run under the operator audit, drawn at random per call by
+  // its runner (its first call always). The audit's Python dispatch costs time that would count
+  // against the candidate; the candidate cannot tell an audited call from another.
+  double audit_fraction = 1.0;
 };
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
@@ -70,6 +74,7 @@ struct CallResult {
   std::uint64_t seed = 0;
   double host_ms = 0;               // the owner's clock, from the inputs' copy to the answer
   std::optional<CallCheck> check;   // absent when the runner answered with an error
+  std::string runner_json;          // what the runner said beside its answer (untrusted, for people)
 };
 
 // Why a batch of calls ended early.

@@ -42,7 +42,7 @@ struct ProfileSettings {
   int rounds = 10;                      // alternating rounds per arm
   double round_ms = 20;                 // timed work per round and arm (sets calls per round)
   int min_calls = 3;
-  int max_calls = 200;
+  int max_calls = 32;
   double warmup_ms = 200;               // per arm, before any timed round
   int warmup_calls = 3;
   double atol = 1e-2;                   // tolerances of the checks (verify's defaults)
@@ -56,6 +56,7 @@ struct ProfileSettings {
   SandboxHook sandbox;                  // not set: processes run unsandboxed
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
   BootstrapSettings bootstrap;
 };
 
