@@ -140,6 +140,12 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     }
     batch.calls.push_back(call);
   }
+  simdjson::dom::object owner_ms;
+  if (!reply.value()["owner_ms"].get_object().get(owner_ms)) {
+    for (auto field : owner_ms) {
+      if (batch.owner_ms.size() < 16) batch.owner_ms[std::string(field.key.substr(0, 32))] = number_or(field.value, 0);
+    }
+  }
   simdjson::dom::object stopped;
   if (!reply.value()["stopped"].get_object().get(stopped)) {
     CallStop stop;

@@ -119,7 +119,9 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   // sample (the null calls' 10th percentile).
   json.key("call_cost").begin_object().key("round_medians_ms");
   write_list(json, call_cost_ms);
-  json.field("removed_ms", call_cost_removed_ms).end_object();
+  json.field("removed_ms", call_cost_removed_ms).key("owner_ms").begin_object();
+  for (const auto& [name, ms] : owner_ms) json.field(name, ms);
+  json.end_object().end_object();
   json.key("samples").begin_object().key("eager");
   write_rounds(json, baselines.eager);
   json.key("compile");

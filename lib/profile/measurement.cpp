@@ -34,6 +34,7 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
   auto batch = evaluator_.calls(arm, model, seeds, timeout);
   if (!batch) return batch.status();
   CallBatch& b = batch.value();
+  for (const auto& [name, ms] : b.owner_ms) evidence_.owner_ms[name] += ms;
   if (arm != "candidate") {
     if (b.stopped) {
       if (model == "compile") return std::optional<CallBatch>{};  // the caller drops the arm

@@ -37,6 +37,7 @@ struct ProfileEvidence {
   RoundSamples candidate;          // the cost of a call removed
   std::vector<double> call_cost_ms;  // per round: the null model's median host time
   double call_cost_removed_ms = 0;   // removed from every sample: the null calls' 10th percentile
+  std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
   std::int64_t checked_calls = 0;    // candidate calls whose output the owner judged
   std::int64_t baseline_mismatches = 0;  // compile calls that did not match eager (noted)
   std::string baseline_notes;

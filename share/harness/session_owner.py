@@ -234,10 +234,14 @@ class Owner:
         timeout = float(command.get("timeout_s", 60))
         flush = bool(command.get("flush", True)) and self.flush_buffer is not None
         results, stopped = [], None
+        # Where the owner's own time goes around the timed calls (inputs, reference, preparation,
+        # judgement), summed over the batch, in ms: the price of checking every call.
+        owner_ms = {"inputs": 0.0, "reference": 0.0, "prepare": 0.0, "judge": 0.0}
         arm.conn.settimeout(timeout)
         gc.disable()
         try:
             for index, seed in enumerate(command["seeds"]):
+                mark = time.perf_counter()
                 inputs = self.make_inputs(int(seed))
                 leaves = flatten(torch, inputs, "input")
                 scalars = []
@@ -249,8 +253,14 @@ class Owner:
                                              f"seeds; a session needs a fixed layout")
                     else:
                         scalars.append(leaf)
+                owner_ms["inputs"] += (time.perf_counter() - mark) * 1e3
+                mark = time.perf_counter()
                 with torch.no_grad():
                     expected = flatten(torch, self.model(*inputs))
+                if self.cuda:
+                    torch.cuda.synchronize()
+                owner_ms["reference"] += (time.perf_counter() - mark) * 1e3
+                mark = time.perf_counter()
                 for view in arm.out_views:
                     if view is not None:
                         self.poison(view)
@@ -259,6 +269,7 @@ class Owner:
                 if self.cuda:
                     torch.cuda.synchronize()
                 message = json.dumps({"cmd": "call", "model": model, "scalars": scalars}).encode()
+                owner_ms["prepare"] += (time.perf_counter() - mark) * 1e3
                 started = time.perf_counter_ns()
                 for view, (_, leaf) in zip(arm.in_views, leaves):
                     if view is not None:
@@ -290,12 +301,15 @@ class Owner:
                     results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": None,
                                     "runner": reply if isinstance(reply, dict) else None})
                     break
+                mark = time.perf_counter()
                 check = self.judge(arm, expected, leaves, reply)
+                owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
                 results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
             gc.enable()
-        return {"ok": True, "calls": results, "stopped": stopped}
+        return {"ok": True, "calls": results, "stopped": stopped,
+                "owner_ms": {name: round(value, 3) for name, value in owner_ms.items()}}
 
     def judge(self, arm, expected, leaves, reply):
         torch = self.torch

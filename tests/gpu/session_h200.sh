@@ -8,7 +8,8 @@
 #   ANCHOR_WORKSPACE  CUDA Agent's released agent_workdir (its utils/ scripts are timed on the same
 #            task family); skipped when not given.
 # Knobs: ITERATIONS (4 warm edits), AA_REPEATS (3), SECTIONS ("anchor loop cases aa"),
-# ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile).
+# ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
+# (2: new processes per stage), CASES (a glob of tests/gpu/cases/).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,7 +60,7 @@ fi
 if [[ $sections == *loop* ]]; then
   cp -r "$base" "$scratch/ws"
   cp "$base/model.py" "$scratch/model.py"
-  for i in 1 2; do
+  for i in $(seq 1 "${COLD_ITERATIONS:-2}"); do
     [[ $i -gt 1 ]] && echo "// edit $i" >>"$scratch/ws/kernels/bias_relu.cu"
     t=$(now)
     "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model.py" "$scratch/ws" 2>>"$log" |
@@ -93,7 +94,7 @@ fi
 # 3. The GPU attack cases and honest controls (tests/gpu/cases), each through verify and, when it
 #    passes verification, profile.
 if [[ $sections == *cases* ]]; then
-  for case_dir in "$root"/tests/gpu/cases/*/; do
+  for case_dir in "$root"/tests/gpu/cases/${CASES:-*}/; do
     (($(left) > 60)) || { row cases "(stopped)" - - - "device time"; break; }
     name=$(basename "$case_dir")
     expected=$(cat "$case_dir/expected")

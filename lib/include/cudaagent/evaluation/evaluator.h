@@ -87,6 +87,8 @@ struct CallStop {
 struct CallBatch {
   std::vector<CallResult> calls;
   std::optional<CallStop> stopped;
+  // The owner's own time around the calls (inputs, reference, prepare, judge), summed, in ms.
+  std::map<std::string, double> owner_ms;
 };
 
 // How an attached runner came up (its own account: untrusted, evidence only).
