@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -123,11 +124,27 @@ struct Evaluator::State {
 
   // The owner's next reply line, waiting at most `seconds`. Lines are the owner's only output on
   // its reply descriptor; a session that ended or timed out is a Status (the owner is then gone).
+  int stop_requested() const { return settings.stop != nullptr ? settings.stop->load() : 0; }
+
+  // Ends the task's processes at once (a stop request): the owner, and with it the runners' sessions.
+  Status stopped(int signal) {
+    if (candidate) candidate->abort();
+    if (baseline) baseline->abort();
+    candidate.reset();
+    baseline.reset();
+    if (owner) owner->abort();
+    owner.reset();
+    task_hash.clear();
+    return Status::error("stopped by signal " + std::to_string(signal));
+  }
+
   Result<std::string> owner_reply(double seconds) {
     const auto deadline = SteadyClock::now() + std::chrono::duration<double>(seconds);
     while (owner) {
+      if (const int signal = stop_requested()) return stopped(signal);
       const double left = std::chrono::duration<double>(deadline - SteadyClock::now()).count();
-      auto message = owner->receive(std::max(left, 0.0));
+      auto message = owner->receive(std::clamp(left, 0.0, 0.2));
+      if (message && message.value().kind == HarnessSession::Message::Kind::kTimeout && left > 0.2) continue;
       if (!message) {
         owner.reset();
         return message.status();
@@ -320,6 +337,7 @@ Result<RunnerStart> Evaluator::State::attach(const std::string& arm, HarnessWork
   (void)slot->send(token);
   const auto deadline = started + std::chrono::duration<double>(settings.load_timeout_seconds + 30);
   while (true) {
+    if (const int signal = stop_requested()) return stopped(signal);
     // The owner's answer first: it comes once the runner connected and said "ready".
     auto message = owner->receive(0.05);
     if (!message) {
@@ -381,11 +399,15 @@ Result<RunnerStart> Evaluator::attach_candidate(const std::string& work_dir) {
   State& st = *state_;
   if (!st.owner) return Status::error("no task is open");
   st.end_runner(st.candidate, "candidate");
+  if (st.settings.candidate_user) {
+    // The runner runs as another, unprivileged user: the build must be readable to it (it holds
+    // nothing the candidate did not write itself, plus the pristine glue).
+    if (Status opened = open_tree_for_reading(work_dir); !opened) return opened;
+  }
   HarnessJob job = st.job("session_runner.py",
                           {"--role", "candidate", "--socket", st.socket_root + "/candidate/candidate.sock",
                            "--state", st.state_dir, "--work", work_dir, "--device", st.settings.device,
-                           "--policy", st.settings.policy_path, "--audit-fraction",
-                           std::to_string(st.settings.audit_fraction)});
+                           "--policy", st.settings.policy_path});
   if (st.sandboxed()) job.scrub_dirs = {"/tmp", "/dev/shm"};
   if (st.settings.candidate_user) job.limits.processes = st.settings.candidate_processes;
   return st.attach("candidate", *st.candidate_worker, std::move(job), st.candidate);
@@ -407,7 +429,9 @@ Result<CallBatch> Evaluator::calls(const std::string& arm, const std::string& mo
                                    bool flush) {
   State& st = *state_;
   if (!st.owner) return Status::error("no task is open");
-  if (Status sent = st.owner_send(owner_calls_command(arm, model, seeds, call_timeout_seconds, flush)); !sent) {
+  const double audit = arm == "candidate" ? st.settings.audit_fraction : 0.0;
+  if (Status sent = st.owner_send(owner_calls_command(arm, model, seeds, call_timeout_seconds, flush, audit));
+      !sent) {
     return sent;
   }
   // Each call may take its limit, plus the owner's own work around it (inputs, reference, check).

@@ -63,13 +63,15 @@ std::string owner_attach_command(const std::string& arm, const std::string& toke
 }
 
 std::string owner_calls_command(const std::string& arm, const std::string& model,
-                                const std::vector<std::uint64_t>& seeds, double timeout_seconds, bool flush) {
+                                const std::vector<std::uint64_t>& seeds, double timeout_seconds, bool flush,
+                                double audit_fraction) {
   std::string out;
   JsonWriter json(out);
   json.begin_object().field("cmd", "calls").field("arm", arm).field("model", model);
   json.key("seeds").begin_array();
   for (std::uint64_t seed : seeds) json.value(static_cast<std::int64_t>(seed));
-  json.end_array().field("timeout_s", timeout_seconds).field("flush", flush).end_object();
+  json.end_array().field("timeout_s", timeout_seconds).field("flush", flush);
+  json.field("audit_fraction", audit_fraction).end_object();
   return out;
 }
 
@@ -120,6 +122,8 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     std::int64_t seed = 0;
     if (!item["seed"].get(seed)) call.seed = static_cast<std::uint64_t>(seed);
     call.host_ms = number_or(item["host_ms"], 0);
+    bool audited = false;
+    if (!item["audited"].get(audited)) call.audited = audited;
     simdjson::dom::object runner;
     if (!item["runner"].get_object().get(runner) && runner.size() > 0) {
       call.runner_json = std::string(simdjson::minify(runner)).substr(0, 2000);

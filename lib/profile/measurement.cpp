@@ -141,7 +141,10 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
         if (evidence_.outcome) return Status::ok();
         return Status::error("the " + model + " baseline stopped during round " + std::to_string(round));
       }
-      for (const CallResult& call : done.value()->calls) host[model].push_back(call.host_ms);
+      for (const CallResult& call : done.value()->calls) {
+        if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
+      }
+      if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
     }
     evidence_.call_cost_ms.push_back(median_of(host["null"]));
     null_pool.insert(null_pool.end(), host["null"].begin(), host["null"].end());

@@ -81,6 +81,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
   evaluation.audit_fraction = settings.audit_fraction;
+  evaluation.stop = settings.stop;
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
   return Profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());

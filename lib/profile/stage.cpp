@@ -139,6 +139,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                "when the OS sandbox is below the minimum (never for rewards)");
   app.add_flag("--no-sandbox", options.sandbox.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
+  app.add_option("--candidate-user", options.candidate_user, "User the candidate's code runs as: "
+                 "auto (nobody when run as root in the sandbox: the process limit does not bind "
+                 "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each job's directories");
 }
 
@@ -155,6 +158,10 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
       !status) {
     return status;
   }
+  auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
+  if (!user) return Status::error("--candidate-user: " + user.status().message());
+  options.settings.candidate_user = user.value();
+  options.settings.stop = &session.stop_signal;
   auto profiler = Profiler::create(options.settings);
   if (!profiler) return profiler.status();
   std::optional<ResultStore> store;

@@ -185,6 +185,9 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                "the OS sandbox is below the minimum (never for rewards)");
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
+  app.add_option("--candidate-user", options.candidate_user, "User the candidate's code runs as: "
+                 "auto (nobody when run as root in the sandbox: the process limit does not bind "
+                 "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
   app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
                "for diagnostics (a fraction of a second; nothing is built or run)");
@@ -201,6 +204,10 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
   if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;
+  auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
+  if (!user) return Status::error("--candidate-user: " + user.status().message());
+  options.settings.candidate_user = user.value();
+  options.settings.stop = &session.stop_signal;
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();

@@ -132,6 +132,7 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.load_timeout_seconds = settings.load_timeout_seconds;
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
+  evaluation.stop = settings.stop;
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
   return Verifier(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
@@ -183,6 +184,9 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     }
     out.end_object();
     out.key("sandbox").begin_object().field("launcher", settings_.sandbox_summary);
+    out.field("candidate_user", settings_.candidate_user ? std::to_string(settings_.candidate_user->uid) + ":" +
+                                                               std::to_string(settings_.candidate_user->gid)
+                                                         : std::string("the verifier's own"));
     out.key("layers").begin_array();
     if (facts.start) {
       for (const auto& layer : facts.start->sandbox_layers) out.value(layer);

@@ -21,10 +21,12 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
   {"cmd": "attach", "arm": NAME, "token": T, "timeout_s": X}
       accept one runner on D/NAME/NAME.sock that presents T, hand it its two buffers, wait for its
       "ready". -> {"ok", "runner": {its ready message, untrusted}}
-  {"cmd": "calls", "arm": NAME, "model": M, "seeds": [...], "timeout_s": X, "flush": true}
-      one call per seed as above. -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
-      "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner ended" |
-      "runner error", "detail"}}
+  {"cmd": "calls", "arm": NAME, "model": M, "seeds": [...], "timeout_s": X, "flush": true,
+   "audit_fraction": F}
+      one call per seed as above; the arm's first call and a random share F of the others run
+      under the runner's operator audit. -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
+      "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
+      ended" | "runner error", "detail"}, "owner_ms": {...}}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
   {"cmd": "exit"}
 A failing command replies {"ok": false, "error": "..."}; the session stays usable when it can.
@@ -35,6 +37,7 @@ import gc
 import importlib.util
 import json
 import os
+import random
 import secrets
 import socket
 import sys
@@ -79,6 +82,7 @@ class Arm:
         self.outputs = outputs  # Buffer, written by the runner
         self.in_views = []
         self.out_views = []
+        self.calls = 0
 
 
 class Owner:
@@ -91,6 +95,7 @@ class Owner:
         self.arms = {}
         self.flush_buffer = None
         self.model = None
+        self.chooser = random.SystemRandom()
 
     # Inputs: the task's own get_inputs(), seeded, made on the device where torch can.
     def make_inputs(self, seed):
@@ -233,6 +238,9 @@ class Owner:
         model = command.get("model", "candidate")
         timeout = float(command.get("timeout_s", 60))
         flush = bool(command.get("flush", True)) and self.flush_buffer is not None
+        # Which calls run under the runner's operator audit is chosen here, where the candidate
+        # cannot see it; an audited call is checked like any other but its time is not a sample.
+        audit_fraction = float(command.get("audit_fraction", 0.0))
         results, stopped = [], None
         # Where the owner's own time goes around the timed calls (inputs, reference, preparation,
         # judgement), summed over the batch, in ms: the price of checking every call.
@@ -268,7 +276,10 @@ class Owner:
                     self.flush_buffer.zero_()
                 if self.cuda:
                     torch.cuda.synchronize()
-                message = json.dumps({"cmd": "call", "model": model, "scalars": scalars}).encode()
+                audited = audit_fraction > 0 and (arm.calls == 0 or self.chooser.random() < audit_fraction)
+                arm.calls += 1
+                message = json.dumps({"cmd": "call", "model": model, "scalars": scalars,
+                                      "audit": audited}).encode()
                 owner_ms["prepare"] += (time.perf_counter() - mark) * 1e3
                 started = time.perf_counter_ns()
                 for view, (_, leaf) in zip(arm.in_views, leaves):
@@ -305,6 +316,7 @@ class Owner:
                 check = self.judge(arm, expected, leaves, reply)
                 owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
                 results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
+                                "audited": audited,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
             gc.enable()

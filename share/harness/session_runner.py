@@ -11,7 +11,8 @@
 Start: the first line on stdin is the arm's token. The runner builds its model(s) before it
 connects, so construction can see no input; then it connects to --socket, presents the token, maps
 the two buffers the owner sends (inputs read-only), says "ready", and serves calls:
-  owner -> {"cmd": "call", "model": M, "scalars": [...]}   inputs are in the input buffer
+  owner -> {"cmd": "call", "model": M, "scalars": [...], "audit": B}   inputs are in the input
+            buffer; B: run this forward under the operator audit (the owner chooses which calls)
   runner -> {"ok": true, "structure": ..., "scalars": [...]}   outputs are in the output buffer
             {"ok": false, "error": "..."}                      forward raised
   owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N}  and the runner ends.
@@ -22,7 +23,6 @@ import argparse
 import importlib.util
 import json
 import os
-import random
 import socket
 import sys
 import time
@@ -73,9 +73,6 @@ def main():
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--policy", default=os.path.join(HERE, "policy.json"))
     parser.add_argument("--compile-mode", default="default")
-    parser.add_argument("--audit-fraction", type=float, default=1.0,
-                        help="candidate: the share of calls run under the operator audit, drawn at "
-                             "random per call (its Python dispatch costs time that would count)")
     parser.add_argument("--status-fd", type=int, default=3)
     args = parser.parse_args()
     status = os.fdopen(args.status_fd, "w", buffering=1)
@@ -134,7 +131,6 @@ def main():
     conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
     calls = 0
-    chooser = random.SystemRandom()
     while True:
         raw = conn.recv(1 << 16)
         if not raw:
@@ -153,7 +149,7 @@ def main():
                 result_structure = structure
             else:
                 model = models[name]
-                audited = audit is not None and (calls == 1 or chooser.random() < args.audit_fraction)
+                audited = audit is not None and bool(command.get("audit"))
                 mark = time.perf_counter()
                 with torch.no_grad():
                     if audited:

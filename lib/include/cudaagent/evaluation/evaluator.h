@@ -14,6 +14,7 @@
 // Not thread-safe: one Evaluator per thread of work.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,10 +45,14 @@ struct EvaluationSettings {
   // `candidate_processes` as its process limit. Not set: the caller's user, no process limit.
   std::optional<ProcessCredentials> candidate_user;
   std::uint64_t candidate_processes = 256;
-  // The share of the candidate's calls run under the operator audit, drawn at random per call by
-  // its runner (its first call always). The audit's Python dispatch costs time that would count
-  // against the candidate; the candidate cannot tell an audited call from another.
+  // The share of the candidate's calls run under the operator audit, chosen at random per call by
+  // the owner (the runner's first call always). The audit's Python dispatch costs time, so an
+  // audited call is checked but left out of the timing.
   double audit_fraction = 1.0;
+  // A stop request (a signal number, 0 for none; usually the session's): every wait of the
+  // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
+  // Status saying so, so SIGTERM stops a verification inside a call, not after it.
+  const std::atomic<int>* stop = nullptr;
 };
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
@@ -75,6 +80,7 @@ struct CallResult {
   double host_ms = 0;               // the owner's clock, from the inputs' copy to the answer
   std::optional<CallCheck> check;   // absent when the runner answered with an error
   std::string runner_json;          // what the runner said beside its answer (untrusted, for people)
+  bool audited = false;             // ran under the operator audit: checked, but not a timing sample
 };
 
 // Why a batch of calls ended early.

@@ -57,6 +57,7 @@ struct ProfileSettings {
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
+  const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };
 

@@ -39,6 +39,7 @@ struct VerifySettings {
   SandboxWrapper sandbox;
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 
 // A candidate to verify. Either a workspace directory or a files map; the reference source always
