@@ -88,7 +88,8 @@ void add_common_flags(CLI::App& app, CommonOptions& options) {
 }
 
 int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, int argc,
-             char** argv, const std::function<Result<StageEnd>(Session&)>& body) {
+             char** argv, const std::function<Result<StageEnd>(Session&)>& body,
+             const std::vector<std::pair<std::string, std::string>>& extra_versions) {
   bool show_version = false;
   app.add_flag("-V,--version", show_version, "Print the version of this program and its dependencies");
   try {
@@ -100,12 +101,16 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
     std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& error) {
+    if (show_version) {  // --version needs no subcommand or required argument
+      std::fputs(version_text(program, extra_versions).c_str(), stdout);
+      return kExitOk;
+    }
     std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), error.what(),
                  program.c_str());
     return kExitUsage;
   }
   if (show_version) {
-    std::fputs(version_text(program).c_str(), stdout);
+    std::fputs(version_text(program, extra_versions).c_str(), stdout);
     return kExitOk;
   }
   Logger log(program, stderr, common.quiet);

@@ -84,9 +84,13 @@ std::vector<std::pair<std::string, std::string>> dependency_versions() {
   return out;
 }
 
-std::string version_text(const std::string& program) {
+std::string version_text(const std::string& program,
+                         const std::vector<std::pair<std::string, std::string>>& extra) {
   std::string text = program + " " + build_version() + " (" + build_commit() + ")\n";
   for (const auto& [name, version] : dependency_versions()) {
+    text += "  " + name + ": " + version + "\n";
+  }
+  for (const auto& [name, version] : extra) {
     text += "  " + name + ": " + version + "\n";
   }
   return text;

@@ -324,7 +324,7 @@ void Engine::Impl::reload(ReloadJob& job) {
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Engine::~Engine() {
+void Engine::stop() {
   {
     std::lock_guard lock(impl_->mutex);
     impl_->stopping = true;
@@ -332,6 +332,8 @@ Engine::~Engine() {
   impl_->wake.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
+
+Engine::~Engine() { stop(); }
 
 Result<std::unique_ptr<Engine>> Engine::start(const EngineOptions& options) {
   const std::string tokenizer_dir = options.tokenizer.empty() ? options.checkpoint : options.tokenizer;

@@ -17,7 +17,9 @@ const char* build_commit();
 // machine without one). Thread-safe.
 std::vector<std::pair<std::string, std::string>> dependency_versions();
 
-// The text `--version` prints: "cudaagent-<program> <version> (<commit>)" and one line per entry.
-std::string version_text(const std::string& program);
+// The text `--version` prints: "cudaagent-<program> <version> (<commit>)" and one line per entry
+// of dependency_versions(), then of `extra` (libraries only one program links, such as torch).
+std::string version_text(const std::string& program,
+                         const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 }  // namespace cudaagent

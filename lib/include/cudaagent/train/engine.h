@@ -55,7 +55,9 @@ class Engine {
   // Loads the checkpoint, its tokenizer and chat template, allocates the cache and starts the
   // engine thread. A Status when any of them cannot be had.
   static Result<std::unique_ptr<Engine>> start(const EngineOptions& options);
-  // Stops the thread; requests still waiting get a Status.
+  // Stops the engine thread: requests waiting or in flight get a Status, later ones too. The
+  // engine stays valid (for threads still holding it). Idempotent; the destructor calls it.
+  void stop();
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
