@@ -46,23 +46,43 @@ Rotary rotary(const CausalLm::Weights& w, const at::Tensor& positions) {
 
 at::Tensor apply_rotary(const at::Tensor& x, const Rotary& r) { return x * r.cos + rotate_half(x) * r.sin; }
 
-// Causal self-attention over whole sequences: q [B, heads, T, d], k/v [B, kv_heads, T, d].
-at::Tensor causal_attention(const at::Tensor& q, at::Tensor k, at::Tensor v) {
+// Self-attention over whole sequences: q [B, heads, T, d], k/v [B, kv_heads, T, d]. `allowed`
+// [B, 1, T, T] (true: may attend) replaces the plain causal mask when padding is masked.
+at::Tensor attention(const at::Tensor& q, at::Tensor k, at::Tensor v, const at::Tensor& allowed) {
   const auto groups = q.size(1) / k.size(1);
   if (groups > 1) {
     k = k.repeat_interleave(groups, 1);
     v = v.repeat_interleave(groups, 1);
   }
 #if TORCH_VERSION_MAJOR >= 2
+  if (allowed.defined()) return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, /*is_causal=*/false);
   return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
 #else
   const auto t = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   const auto scores = at::matmul(q, k.transpose(-2, -1)) * scale;
-  const auto future = at::ones({t, t}, q.options().dtype(at::kBool)).triu(1);
-  const auto probs = at::softmax(scores.masked_fill(future, -std::numeric_limits<double>::infinity()), -1, at::kFloat);
+  const auto hidden = allowed.defined() ? allowed.logical_not()
+                                        : at::ones({t, t}, q.options().dtype(at::kBool)).triu(1);
+  const auto probs = at::softmax(scores.masked_fill(hidden, -std::numeric_limits<double>::infinity()), -1, at::kFloat);
   return at::matmul(probs.to(q.scalar_type()), v);
 #endif
+}
+
+// What every layer of one forward pass shares: rotary tables and, with padding, the mask.
+struct AttentionInputs {
+  Rotary rotary;
+  at::Tensor allowed;  // [B, 1, T, T] bool, or undefined for plain causal attention
+};
+
+// The attention mask for padded rows: causal, padding keys excluded, and each position allowed
+// to see itself so that a row of padding (a left pad sees only pads) stays finite instead of
+// turning into NaN that would reach real tokens through the values.
+at::Tensor padding_mask(const at::Tensor& attention_mask) {
+  const auto t = attention_mask.size(1);
+  const auto options = attention_mask.options().dtype(at::kBool);
+  const auto causal = at::ones({t, t}, options).tril();
+  const auto keys = attention_mask.to(at::kBool).view({attention_mask.size(0), 1, 1, t});
+  return causal.logical_and(keys).logical_or(at::eye(t, options));
 }
 
 at::Tensor mlp(const Layer& l, const at::Tensor& x) {
@@ -83,16 +103,16 @@ Qkv project(const ModelConfig& c, const Layer& l, const at::Tensor& x, const Rot
 
 // One decoder layer over whole sequences. `cache`, when given, receives the layer's k and v at
 // positions 0..T-1 of `slot` (prefill).
-at::Tensor layer_forward(const ModelConfig& c, const Layer& l, const at::Tensor& hidden, const Rotary& r,
+at::Tensor layer_forward(const ModelConfig& c, const Layer& l, const at::Tensor& hidden, const AttentionInputs& a,
                          at::Tensor* cache_k = nullptr, at::Tensor* cache_v = nullptr, std::int64_t slot = 0) {
   const auto b = hidden.size(0), t = hidden.size(1);
   const auto x = rms_norm(hidden, l.input_norm, c.rms_norm_eps);
-  const Qkv qkv = project(c, l, x, r);
+  const Qkv qkv = project(c, l, x, a.rotary);
   if (cache_k != nullptr) {
     cache_k->select(0, slot).slice(1, 0, t).copy_(qkv.k[0]);
     cache_v->select(0, slot).slice(1, 0, t).copy_(qkv.v[0]);
   }
-  const auto attended = causal_attention(qkv.q, qkv.k, qkv.v).transpose(1, 2).reshape({b, t, -1});
+  const auto attended = attention(qkv.q, qkv.k, qkv.v, a.allowed).transpose(1, 2).reshape({b, t, -1});
   const auto h = hidden + at::linear(attended, l.o_w);
   return h + mlp(l, rms_norm(h, l.post_norm, c.rms_norm_eps));
 }
@@ -118,13 +138,14 @@ const T* pointer_at(const at::IValue& v) {
 // (the only place a C++ autograd node keeps non-tensor state).
 struct RecomputedLayer : torch::autograd::Function<RecomputedLayer> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& cos,
-                            const at::Tensor& sin, at::TensorList params, const ModelConfig* config,
-                            const Layer* layer) {
-    ctx->save_for_backward({hidden, cos, sin});
+                            const at::Tensor& sin, const c10::optional<at::Tensor>& allowed, at::TensorList params,
+                            const ModelConfig* config, const Layer* layer) {
+    const at::Tensor mask = allowed.has_value() ? *allowed : at::Tensor();
+    ctx->save_for_backward({hidden, cos, sin, mask});
     ctx->saved_data["config"] = address_of(config);
     ctx->saved_data["layer"] = address_of(layer);
     (void)params;  // inputs only so that autograd routes their gradients through this node
-    return layer_forward(*config, *layer, hidden, Rotary{cos, sin});
+    return layer_forward(*config, *layer, hidden, AttentionInputs{Rotary{cos, sin}, mask});
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -134,7 +155,7 @@ struct RecomputedLayer : torch::autograd::Function<RecomputedLayer> {
     const auto* layer = pointer_at<Layer>(ctx->saved_data["layer"]);
     at::AutoGradMode enable(true);
     const auto input = saved[0].detach().requires_grad_(saved[0].requires_grad());
-    const auto output = layer_forward(*config, *layer, input, Rotary{saved[1], saved[2]});
+    const auto output = layer_forward(*config, *layer, input, AttentionInputs{Rotary{saved[1], saved[2]}, saved[3]});
     torch::autograd::variable_list wrt;
     if (input.requires_grad()) wrt.push_back(input);
     for (const at::Tensor* p : layer_tensors(*layer)) {
@@ -142,10 +163,12 @@ struct RecomputedLayer : torch::autograd::Function<RecomputedLayer> {
     }
     torch::autograd::variable_list grads;
     if (!wrt.empty()) grads = torch::autograd::grad({output}, wrt, {grad_outputs[0]}, false, false, /*allow_unused=*/true);
-    // One gradient per forward input: hidden, cos, sin, each parameter passed, config, layer.
+    // One gradient per forward input: hidden, cos, sin, the mask, each parameter passed, config,
+    // layer.
     torch::autograd::variable_list result;
     std::size_t next = 0;
     result.push_back(input.requires_grad() ? grads[next++] : at::Tensor());
+    result.emplace_back();
     result.emplace_back();
     result.emplace_back();
     for (const at::Tensor* p : layer_tensors(*layer)) {
@@ -160,21 +183,30 @@ struct RecomputedLayer : torch::autograd::Function<RecomputedLayer> {
 
 }  // namespace
 
-at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, bool recompute) const {
+at::Tensor CausalLm::hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) const {
   const Weights& w = *weights_;
   const auto ids = input_ids.to(w.device, at::kLong);
-  const auto positions = at::arange(ids.size(1), ids.options());
-  const Rotary r = rotary(w, positions);  // [T, d], broadcast over batch and heads
+  AttentionInputs a;
+  if (options.position_ids.defined()) {
+    a.rotary = rotary(w, options.position_ids.to(w.device, at::kLong));  // [B, T, d]
+    a.rotary = Rotary{a.rotary.cos.unsqueeze(1), a.rotary.sin.unsqueeze(1)};  // over heads
+  } else {
+    a.rotary = rotary(w, at::arange(ids.size(1), ids.options()));  // [T, d], over batch and heads
+  }
+  if (options.attention_mask.defined()) a.allowed = padding_mask(options.attention_mask.to(w.device));
   auto hidden = at::embedding(w.embed, ids);
   for (const Layer& l : w.layers) {
-    if (recompute && at::GradMode::is_enabled()) {
+    if (options.recompute && at::GradMode::is_enabled()) {
       std::vector<at::Tensor> params;
       for (const at::Tensor* p : layer_tensors(l)) {
         if (p->defined()) params.push_back(*p);
       }
-      hidden = RecomputedLayer::apply(hidden, r.cos, r.sin, at::TensorList(params), &config_, &l);
+      const c10::optional<at::Tensor> allowed =
+          a.allowed.defined() ? c10::optional<at::Tensor>(a.allowed) : c10::nullopt;
+      hidden = RecomputedLayer::apply(hidden, a.rotary.cos, a.rotary.sin, allowed, at::TensorList(params),
+                                      &config_, &l);
     } else {
-      hidden = layer_forward(config_, l, hidden, r);
+      hidden = layer_forward(config_, l, hidden, a);
     }
   }
   return rms_norm(hidden, w.norm, config_.rms_norm_eps);
@@ -185,7 +217,7 @@ TokenScores CausalLm::score_next_tokens(const at::Tensor& input_ids, const Score
   const auto b = ids.size(0), t = ids.size(1);
   const auto zeros = at::zeros({b, std::max<std::int64_t>(t - 1, 0)}, ids.options().dtype(at::kFloat));
   if (t < 2) return {zeros, options.entropy ? zeros : at::Tensor()};
-  const auto hidden = hidden_states(ids, options.recompute);
+  const auto hidden = hidden_states(ids, options.forward);
   const auto h = hidden.slice(1, 0, t - 1).reshape({b * (t - 1), hidden.size(2)});
   const auto targets = ids.slice(1, 1, t).reshape({-1});
   at::Tensor rows;  // flat positions to compute
@@ -209,10 +241,10 @@ at::Tensor CausalLm::logits(const at::Tensor& hidden) const {
 at::Tensor CausalLm::prefill(const at::Tensor& ids, KvCache& cache, std::int64_t slot) const {
   const Weights& w = *weights_;
   const auto tokens = ids.to(w.device, at::kLong).reshape({1, -1});
-  const Rotary r = rotary(w, at::arange(tokens.size(1), tokens.options()));
+  const AttentionInputs a{rotary(w, at::arange(tokens.size(1), tokens.options())), at::Tensor()};
   auto hidden = at::embedding(w.embed, tokens);
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
-    hidden = layer_forward(config_, w.layers[i], hidden, r, &cache.keys[i], &cache.values[i], slot);
+    hidden = layer_forward(config_, w.layers[i], hidden, a, &cache.keys[i], &cache.values[i], slot);
   }
   return rms_norm(hidden[0][-1], w.norm, config_.rms_norm_eps);
 }

@@ -128,7 +128,7 @@ Result<StageEnd> run_bench(const BenchOptions& options, Session& session) {
   const auto ids = at::randint(0, model.config().vocab_size, {options.batch, options.seq_len}, at::kLong).to(model.device());
   ScoreOptions score;
   score.entropy = true;
-  score.recompute = options.recompute;
+  score.forward.recompute = options.recompute;
   score.chunk_tokens = options.chunk_tokens;
   const at::Tensor probe = model.parameters().front();
   std::vector<double> seconds;

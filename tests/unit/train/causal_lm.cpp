@@ -103,8 +103,9 @@ TEST_CASE("greedy decoding with the cache, three prompts in one batch, equals HF
 }
 
 // Plain autograd reference: full logits, log_softmax, gather.
-at::Tensor reference_loss(const CausalLm& model, const at::Tensor& ids, const at::Tensor& mask, double temperature) {
-  const auto hidden = model.hidden_states(ids);
+at::Tensor reference_loss(const CausalLm& model, const at::Tensor& ids, const at::Tensor& mask, double temperature,
+                          const ForwardOptions& forward) {
+  const auto hidden = model.hidden_states(ids, forward);
   const auto t = ids.size(1);
   const auto logits = model.logits(hidden.slice(1, 0, t - 1)) / temperature;
   const auto logp = at::log_softmax(logits, -1);
@@ -121,6 +122,12 @@ TEST_CASE("chunked scores and recomputed layers give plain autograd's gradients"
   const auto ids = at::randint(0, model->config().vocab_size, {2, 37}, at::kLong);
   auto mask = at::rand({2, 36}) > 0.3;
   const double temperature = 0.8;
+  // The second row is left-padded by 6: masked keys and restarted positions in the backward too.
+  ForwardOptions forward;
+  forward.attention_mask = at::ones({2, 37}, at::kLong);
+  forward.attention_mask[1].slice(0, 0, 6).zero_();
+  forward.position_ids = (forward.attention_mask.cumsum(1) - 1).clamp_min(0);
+  mask[1].slice(0, 0, 6).fill_(false);
   auto gradients = [&](bool chunked, bool recompute) {
     for (auto& p : model->parameters()) {
       if (p.grad().defined()) p.mutable_grad().zero_();
@@ -131,11 +138,12 @@ TEST_CASE("chunked scores and recomputed layers give plain autograd's gradients"
       so.mask = mask;
       so.temperature = temperature;
       so.chunk_tokens = 7;  // several chunks, the last one short
-      so.recompute = recompute;
+      so.forward = forward;
+      so.forward.recompute = recompute;
       const auto s = model->score_next_tokens(ids, so);
       loss = (s.logprobs * 0.7 + s.entropy * 0.3).sum();
     } else {
-      loss = reference_loss(*model, ids, mask, temperature);
+      loss = reference_loss(*model, ids, mask, temperature, forward);
     }
     loss.backward();
     std::vector<at::Tensor> out;
@@ -155,6 +163,29 @@ TEST_CASE("chunked scores and recomputed layers give plain autograd's gradients"
     }
     CHECK(worst < 1e-4);
   }
+}
+
+TEST_CASE("left padding with position ids and a mask, or right padding, gives each row's own numbers") {
+  const auto model = load_model(testing::train_fixture("llama-tiny"));
+  at::NoGradGuard no_grad;
+  at::manual_seed(9);
+  const auto a = at::randint(3, 2000, {1, 9}, at::kLong), b = at::randint(3, 2000, {1, 5}, at::kLong);
+  const auto alone_a = model->hidden_states(a), alone_b = model->hidden_states(b);
+  ForwardOptions left;
+  left.attention_mask = at::ones({2, 9}, at::kLong);
+  left.attention_mask[1].slice(0, 0, 4).zero_();
+  left.position_ids = (left.attention_mask.cumsum(1) - 1).clamp_min(0);
+  const auto batch = at::cat({a, at::cat({at::zeros({1, 4}, at::kLong), b}, 1)}, 0);
+  const auto h = model->hidden_states(batch, left);
+  CHECK(at::isfinite(h).all().item<bool>());
+  CHECK((h[0] - alone_a[0]).abs().max().item<double>() < 1e-5);
+  CHECK((h[1].slice(0, 4) - alone_b[0]).abs().max().item<double>() < 1e-5);
+  // Without the mask the pads would be attended to: the test can tell the difference.
+  ForwardOptions positions_only;
+  positions_only.position_ids = left.position_ids;
+  CHECK((model->hidden_states(batch, positions_only)[1].slice(0, 4) - alone_b[0]).abs().max().item<double>() > 1e-3);
+  const auto right = at::cat({a, at::cat({b, at::zeros({1, 4}, at::kLong)}, 1)}, 0);
+  CHECK((model->hidden_states(right)[1].slice(0, 0, 5) - alone_b[0]).abs().max().item<double>() < 1e-5);
 }
 
 TEST_CASE("a saved checkpoint (sharded, with an index) loads back to the same numbers") {

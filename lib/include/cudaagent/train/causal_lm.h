@@ -7,9 +7,10 @@
 // Debian's libtorch 1.13 (CPU) and on PyTorch 2.x wheels (CUDA, where attention uses
 // scaled_dot_product_attention).
 //
-// Padding: batches are right-padded. With causal attention a real token never sees a pad to its
-// right, so no attention mask is needed; the values computed at pad positions are meaningless and
-// callers mask them out (score_next_tokens' `mask`).
+// Padding: a right-padded batch needs nothing more (with causal attention a real token never sees
+// a pad to its right). Any other layout (veRL's left-padded prompts, say) passes position ids and
+// an attention mask (ForwardOptions): pad keys are then masked out and rotary positions taken
+// from the ids. Values computed at pad positions are meaningless; callers mask them out.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -32,13 +33,19 @@ struct ModelOptions {
   bool trainable = false;         // parameters require gradients
 };
 
+struct ForwardOptions {
+  at::Tensor position_ids;    // [B, T] int64 rotary positions; undefined: 0..T-1 on every row
+  at::Tensor attention_mask;  // [B, T], nonzero on real tokens; undefined: all real (causal only)
+  bool recompute = false;     // per-layer activation recomputation (keeps only layer inputs)
+};
+
 struct ScoreOptions {
+  ForwardOptions forward;
   // [B, T-1] bool, where to compute (the response tokens, say); undefined: every position.
   at::Tensor mask;
   double temperature = 1.0;  // log-probabilities of softmax(logits / temperature)
   bool entropy = true;       // also the entropy of each position's distribution
   std::int64_t chunk_tokens = 1024;  // positions whose logits exist at once
-  bool recompute = false;    // per-layer activation recomputation in the backbone
 };
 
 struct TokenScores {
@@ -68,10 +75,11 @@ class CausalLm {
   at::Device device() const;
   at::ScalarType dtype() const;
 
-  // Final-norm hidden states [B, T, hidden] of token ids [B, T] (int64; moved to the device).
-  // Differentiable when the parameters require grad. `recompute` keeps only each layer's input
-  // for the backward pass and runs the layer again there.
-  at::Tensor hidden_states(const at::Tensor& input_ids, bool recompute = false) const;
+  // Final-norm hidden states [B, T, hidden] of token ids [B, T] (int64; moved to the device): the
+  // trunk a value head goes on. Differentiable when the parameters require grad. With
+  // `recompute` only each layer's input is kept for the backward pass, which runs the layer
+  // again (the model must outlive that backward pass).
+  at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options = {}) const;
 
   // Next-token scores: logprobs[b, t] = log p(input_ids[b, t+1] | input_ids[b, ..t]), [B, T-1],
   // and the entropy of the same distribution. Differentiable in the parameters.
