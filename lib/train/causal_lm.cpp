@@ -252,11 +252,12 @@ at::Tensor CausalLm::prefill(const at::Tensor& ids, KvCache& cache, std::int64_t
 at::Tensor CausalLm::decode(const at::Tensor& ids, const at::Tensor& positions, KvCache& cache) const {
   const Weights& w = *weights_;
   const ModelConfig& c = config_;
+  // Read before the copy to the device: with host positions (the engine's) this costs no sync.
+  const auto length = positions.max().item<std::int64_t>() + 1;  // keys every slot may need
   const auto tokens = ids.to(w.device, at::kLong);
   const auto pos = positions.to(w.device, at::kLong);
   const auto n = tokens.size(0);
   const auto groups = c.num_attention_heads / c.num_key_value_heads;
-  const auto length = pos.max().item<std::int64_t>() + 1;  // keys every slot may need
   const auto slots = at::arange(n, pos.options());
   // Rotary tables [n, 1, 1, d]: one position per slot, broadcast over heads.
   const Rotary r0 = rotary(w, pos);

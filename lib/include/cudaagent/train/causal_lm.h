@@ -113,7 +113,8 @@ class CausalLm {
   // hidden state [hidden].
   at::Tensor prefill(const at::Tensor& ids, KvCache& cache, std::int64_t slot) const;
   // One step for slots 0..n-1: token ids [n] at positions [n] (int64, each below the cache
-  // capacity). Slot i attends to its positions 0..positions[i]. Returns hidden states [n, hidden].
+  // capacity; on the host, or the call waits for the device to read their maximum). Slot i
+  // attends to its positions 0..positions[i]. Returns hidden states [n, hidden].
   at::Tensor decode(const at::Tensor& ids, const at::Tensor& positions, KvCache& cache) const;
 
   struct Layer;
