@@ -9,7 +9,7 @@ fixtures=tests/fixtures/train
 "$bin/cudaagent-train" serve "$fixtures/qwen2-tiny" --port 0 --max-num-seqs 4 --max-model-len 1024 \
   >"$scratch/serve.out" 2>"$scratch/serve.err" &
 server=$!
-stop_server() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }
+stop_server() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap 'stop_server; rm -rf "$scratch"' EXIT
 for _ in $(seq 600); do
   [[ -s $scratch/serve.out ]] && break

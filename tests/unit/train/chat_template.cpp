@@ -75,7 +75,7 @@ TEST_CASE("a template we do not reproduce is refused unless ChatML is asked for"
   CHECK(ChatTemplate::load(empty.path().string(), ChatFormat::kChatml).is_ok());
 }
 
-TEST_CASE("OpenAI-style string arguments are rendered verbatim; missing content is an error") {
+TEST_CASE("OpenAI-style string arguments are rendered verbatim, and missing content is an error") {
   auto chat = ChatTemplate::from_text("", ChatFormat::kChatml);
   REQUIRE(chat.is_ok());
   ChatPrompt prompt;

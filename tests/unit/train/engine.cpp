@@ -49,7 +49,7 @@ GenerationRequest greedy(const std::vector<TokenId>& prompt, std::int64_t tokens
   return request;
 }
 
-TEST_CASE("concurrent greedy requests, decoded in one batch, equal HF generate; reload swaps weights") {
+TEST_CASE("concurrent greedy requests, decoded in one batch, equal HF generate, and a reload swaps weights") {
   const auto cases = generate_cases();
   const auto engine = start_engine("qwen2-tiny");
   CHECK(engine->info().weights_version == 1);
