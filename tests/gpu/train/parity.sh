@@ -4,11 +4,12 @@
 #
 # On the GPU machine, from the repository root:
 #   tests/gpu/train/parity.sh OUT [DEPS_DIR]
-# builds cudaagent-train against the libtorch inside the machine's PyTorch wheel into OUT/build
-# (kept: a second run reuses it), with the Debian 12 packages in DEPS_DIR (default .deps/train,
-# made by tests/gpu/train/fetch_debs.sh on a Debian 12 machine) unpacked under OUT/deps for the
-# headers and libraries the machine lacks, then runs parity.py live (about 5 minutes on an H200).
-# PARITY_BUILD_ONLY=1 stops after the build, so build and run can be separate device calls.
+# builds cudaagent-train against the libtorch inside the machine's PyTorch wheel into
+# PARITY_BUILD_DIR (default OUT/build; a second run reuses it), with the Debian 12 packages in
+# DEPS_DIR (default .deps/train, made by tests/gpu/train/fetch_debs.sh on a Debian 12 machine)
+# unpacked beside it for the headers and libraries the machine lacks, then runs parity.py live
+# (about 5 minutes on an H200). PARITY_BUILD_ONLY=1 stops after the build, so build and run can
+# be separate device calls (with PARITY_BUILD_DIR inside the repository, e.g. build/gpu-train).
 #
 # On the CPU (CI runs this through tests/cli/train/parity_smoke.sh), with a build at hand:
 #   PARITY_SMOKE=1 tests/gpu/train/parity.sh OUT BIN_DIR
@@ -25,8 +26,8 @@ deps_dir=${2:-$root/.deps/train}
 python=${PYTHON:-python3}
 torch_prefix=$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 torch_lib=$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-build=$out/build
-deps=$out/deps
+build=$(mkdir -p "${PARITY_BUILD_DIR:-$out/build}" && cd "${PARITY_BUILD_DIR:-$out/build}" && pwd)
+deps=$build/deps
 if [[ ! -x $build/bin/cudaagent-train ]]; then
   mkdir -p "$deps"
   shopt -s nullglob
@@ -43,12 +44,12 @@ if [[ ! -x $build/bin/cudaagent-train ]]; then
     { grep -E "error|Error" "$out/build.log" | head -40 >&2; exit 1; }
 fi
 # Libraries the machine lacks come from the unpacked packages; its own stay in charge otherwise.
-mkdir -p "$out/lib"
+mkdir -p "$build/extra-lib"
 ldd "$build/bin/cudaagent-train" | awk '/not found/ {print $1}' | while read -r missing; do
   found=$(find "$deps" -name "$missing" | head -1)
-  [[ -n $found ]] && ln -sf "$found" "$out/lib/$missing"
+  [[ -n $found ]] && ln -sf "$found" "$build/extra-lib/$missing"
 done
-export LD_LIBRARY_PATH=$out/lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$build/extra-lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if ldd "$build/bin/cudaagent-train" | grep -q 'not found'; then
   echo "parity: cudaagent-train still lacks: $(ldd "$build/bin/cudaagent-train" | awk '/not found/ {print $1}')" >&2
   exit 1
