@@ -6,11 +6,14 @@ output and the output buffer the runner wrote into. The rules (man/cudaagent-ver
   structure   the number, dtype and shape of the output tensors match the reference's exactly
               (the owner sized the buffers from the reference, so a runner reports a mismatch);
   specials    NaN, +Inf and -Inf sit at the same positions;
-  values      every finite element satisfies |a - e| <= atol * scale + rtol * |e|, where scale is
-              min(1, rms(e)) over the reference tensor's finite elements: the absolute tolerance
-              shrinks with outputs that are small (a softmax over 8,192 columns, values near 1e-4,
-              would otherwise pass with every element wrong) and is atol itself for outputs of
-              magnitude 1 or more;
+  values      every finite element satisfies |a - e| <= A + R * |e|, with S the mean |e| over the
+              reference tensor's finite elements, eps the spacing at 1 of a half-precision reference
+              dtype (2^-7 bfloat16, 2^-10 float16, 0 otherwise), A = max(atol * min(1, S),
+              2 * eps * S) and R = max(rtol, eps): the absolute tolerance shrinks with outputs that
+              are small (a softmax over 8,192 columns, values near 1e-4, would otherwise pass with
+              every element wrong), is atol itself for outputs of magnitude 1 or more, and never
+              falls below what half-precision rounding needs (the same rule as
+              lib/candidate/tensor_compare.cpp);
   degenerate  a constant output where the reference varies fails even within tolerance.
 
 Integer and bool tensors must be equal. Returns a dict with the record's fields (match, failure,
@@ -46,19 +49,22 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path)
     zero = torch.zeros((), dtype=torch.float64, device=e.device)
     diff = torch.where(finite, (a - e).abs(), zero)
     magnitude = torch.where(finite, e.abs(), zero)
-    # rms(e) over the finite elements decides the scale of atol; everything below is computed on the
-    # device and read back in one transfer (each read is a synchronisation).
+    # The mean |e| over the finite elements decides the absolute tolerance; everything below is
+    # computed on the device and read back in one transfer (each read is a synchronisation).
+    eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(expected.dtype, 0.0)
     finite_count = finite.sum().to(torch.float64)
-    rms = torch.sqrt((magnitude * magnitude).sum() / finite_count.clamp_min(1))
-    scale = torch.where(rms > 0, torch.clamp(rms, max=1.0), torch.ones_like(rms))
-    limit = atol * scale + rtol * magnitude
+    mean = magnitude.sum() / finite_count.clamp_min(1)
+    scale = torch.clamp(mean, max=1.0)
+    absolute = torch.maximum(atol * scale, 2 * eps * mean)
+    relative = max(rtol, eps)
+    limit = absolute + relative * magnitude
     bad = (finite & (diff > limit)) | special
     rel = torch.where(finite & (e != 0), diff / e.abs().clamp_min(1e-300), zero)
     flat_a, flat_e = a.flatten(), e.flatten()
     a_constant = torch.all((flat_a == flat_a[0]) | (torch.isnan(flat_a) & torch.isnan(flat_a[0])))
     e_constant = torch.all((flat_e == flat_e[0]) | (torch.isnan(flat_e) & torch.isnan(flat_e[0])))
-    count, max_abs, max_rel, scale, a_constant, e_constant = torch.stack([
-        bad.sum().to(torch.float64), diff.max(), rel.max(), scale, a_constant.to(torch.float64),
+    count, max_abs, max_rel, absolute, a_constant, e_constant = torch.stack([
+        bad.sum().to(torch.float64), diff.max(), rel.max(), absolute, a_constant.to(torch.float64),
         e_constant.to(torch.float64)]).tolist()
     count = int(count)
     # A constant output where the reference varies says more than "values differ": checked first.
@@ -67,8 +73,8 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path)
                               f"varies", expected.numel(), max_abs, max_rel)
     if count:
         index = int(bad.flatten().nonzero()[0].item())
-        return ("values", f"{path}: {count} of {expected.numel()} elements outside atol={atol:g}*"
-                          f"{scale:.3g} + rtol={rtol:g}*|e| (first at flat index {index}: "
+        return ("values", f"{path}: {count} of {expected.numel()} elements outside {absolute:.3g} + "
+                          f"{relative:g}*|e| (first at flat index {index}: "
                           f"{actual.flatten()[index].item():.6g} vs {expected.flatten()[index].item():.6g})",
                 count, max_abs, max_rel)
     return None, max_abs, max_rel

@@ -64,6 +64,8 @@ def _foreign_types(structure):
     if isinstance(structure, list):
         if structure and structure[0] == "mismatch":  # a tensor of another dtype or shape
             return ""
+        if len(structure) == 2 and structure[0] == "foreign":  # the runner met a non-tensor leaf
+            return str(structure[1]) or "?"
         for item in structure[1:] if structure and structure[0] in ("tuple", "list") else structure:
             found = _foreign_types(item)
             if found:
