@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Attack catalog case 24: the candidate patches time.perf_counter (on the GPU it would be
 # torch.cuda.Event.elapsed_time) so that its calls look ten times faster than they are, and sleeps
-# 1 ms in every call. No clock in its process is read: the session's owner times every call on its
-# own clock, so the sleep is in its time and the forgery changes nothing.
+# 20 ms in every call: far above eager's time for this task even on a loaded machine, so the
+# comparison below does not depend on the load. No clock in its process is read: the session's
+# owner times every call on its own clock, so the sleep is in its time and the forgery changes
+# nothing.
 source "$(dirname "$0")/lib.sh"
 ws=$(workspace forger "import time
 import torch.nn as nn
@@ -20,12 +22,12 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(torch.empty(features))
 
     def forward(self, x):
-        time.sleep(0.001)
+        time.sleep(0.02)
         return cuda_extension.bias_relu_scale(x, self.bias, 2.0)")
 profile "$ws" >"$scratch/out.json" || fail "exited $?"
 [[ $(field .profile.verdict "$scratch/out.json") == PASS ]] || fail "$(jq -c '.profile | {verdict, reason}' "$scratch/out.json" | cut -c1-900)"
 median=$(field .profile.times_ms.candidate.median "$scratch/out.json")
-awk -v m="$median" 'BEGIN { exit !(m >= 0.9) }' || fail "the candidate's 1 ms sleep is not in its time: median $median ms"
+awk -v m="$median" 'BEGIN { exit !(m >= 15) }' || fail "the candidate's 20 ms sleep is not in its time: median $median ms"
 speedup=$(field .profile.speedup.eager.median "$scratch/out.json")
 awk -v s="$speedup" 'BEGIN { exit !(s < 1) }' || fail "a forged timer earned a speedup: $speedup"
 echo ok
