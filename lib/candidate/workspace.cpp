@@ -69,8 +69,8 @@ bool is_hidden(std::string_view component) {
          component == "__pycache__";
 }
 
-// Why a path component is refused, or empty when it is fine.
-std::string name_problem(std::string_view component, std::size_t max_name_bytes) {
+// Why a path component is refused whatever the entry is, or empty when it is fine.
+std::string hard_name_problem(std::string_view component, std::size_t max_name_bytes) {
   if (component.empty()) return "empty path component";
   if (component == "." || component == "..") return "'.' and '..' are not allowed";
   if (component.size() > max_name_bytes) {
@@ -81,9 +81,23 @@ std::string name_problem(std::string_view component, std::size_t max_name_bytes)
   for (char c : component) {
     if (c == '\0') return "name contains a NUL byte";
     if (c == '\\') return "name contains a backslash";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "name contains a control byte";
+  }
+  return {};
+}
+
+// Why a component is refused in a name that is used or could mean code (see workspace.h).
+std::string strict_name_problem(std::string_view component) {
+  for (char c : component) {
     if (!is_name_char(c)) return "name has a byte outside [A-Za-z0-9._-]";
   }
   return {};
+}
+
+// Both checks, for names that must be plain whatever they are (materialize, protected files).
+std::string name_problem(std::string_view component, std::size_t max_name_bytes) {
+  std::string problem = hard_name_problem(component, max_name_bytes);
+  return problem.empty() ? strict_name_problem(component) : problem;
 }
 
 std::vector<std::string_view> split_path(std::string_view path) {
@@ -97,7 +111,9 @@ std::vector<std::string_view> split_path(std::string_view path) {
   }
 }
 
+// The extension, lower case, after trailing spaces and dots are dropped ("k.CU " -> "cu").
 std::string lower_extension(std::string_view name) {
+  while (!name.empty() && (name.back() == ' ' || name.back() == '.')) name.remove_suffix(1);
   const std::size_t dot = name.rfind('.');
   std::string ext(dot == std::string_view::npos ? std::string_view() : name.substr(dot + 1));
   for (char& c : ext) {
@@ -383,6 +399,21 @@ int read_bounded(int fd, std::size_t limit, std::string& out) {
   return 0;
 }
 
+std::string hard_link_detail(nlink_t links) {
+  return "a regular file with " + std::to_string(links) +
+         " links (a hard link); not read: its bytes may not be the agent's to read";
+}
+
+// An unexpected file (it could mean code): a name with bytes outside [A-Za-z0-9._-] says so too.
+void report_unexpected(Collector& out, std::string_view path, std::string_view leaf,
+                       std::string reason) {
+  if (std::string problem = strict_name_problem(leaf); !problem.empty()) {
+    out.finding(kRuleBadName, path, problem + "; " + reason);
+  } else {
+    out.finding(kRuleUnexpectedFile, path, std::move(reason));
+  }
+}
+
 class Walker {
  public:
   explicit Walker(Collector& collector) : out_(collector) {}
@@ -456,7 +487,8 @@ class Walker {
       if (!report_not_plain(path, kind)) out_.ignore(path, is_dir);
       return;
     }
-    if (std::string problem = name_problem(name, out_.limits().max_name_bytes); !problem.empty()) {
+    if (std::string problem = hard_name_problem(name, out_.limits().max_name_bytes);
+        !problem.empty()) {
       out_.finding(kRuleBadName, path, std::move(problem));
       return;
     }
@@ -493,12 +525,26 @@ class Walker {
       }
       return;
     }
-    if (report_not_plain(path, kind)) return;
+    if (report_not_plain(path, kind) || report_hard_link(dir_fd, path, name)) return;
     if (cls.use == Use::kUnexpected) {
-      out_.finding(kRuleUnexpectedFile, path, std::move(cls.detail));
+      report_unexpected(out_, path, name, std::move(cls.detail));
     } else {
       out_.ignore(path, false);
     }
+  }
+
+  // Records a regular file with more than one link; true when it was one (or could not be told).
+  bool report_hard_link(int dir_fd, const std::string& path, const std::string& name) {
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      out_.finding(kRuleUnreadable, path, "cannot stat: " + errno_text(errno));
+      return true;
+    }
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+      out_.finding(kRuleHardLink, path, hard_link_detail(st.st_nlink));
+      return true;
+    }
+    return false;
   }
 
   void report_open_error(const std::string& path, int error) {
@@ -523,6 +569,10 @@ class Walker {
     }
     if (!S_ISREG(st.st_mode)) {
       out_.finding(kRuleSpecialFile, path, describe_mode(st.st_mode));
+      return;
+    }
+    if (st.st_nlink > 1) {
+      out_.finding(kRuleHardLink, path, hard_link_detail(st.st_nlink));
       return;
     }
     const auto size = static_cast<std::size_t>(st.st_size);
@@ -584,7 +634,8 @@ void add_from_map(Collector& out, const std::string& name, const std::string& by
     return;
   }
   for (std::string_view part : parts) {
-    if (std::string problem = name_problem(part, out.limits().max_name_bytes); !problem.empty()) {
+    if (std::string problem = hard_name_problem(part, out.limits().max_name_bytes);
+        !problem.empty()) {
       out.finding(kRuleBadName, name, std::move(problem));
       return;
     }
@@ -608,7 +659,7 @@ void add_from_map(Collector& out, const std::string& name, const std::string& by
       if (out.admit_size(name, bytes.size())) out.add_candidate(name, bytes);
       break;
     case Use::kUnexpected:
-      out.finding(kRuleUnexpectedFile, name, std::move(cls.detail));
+      report_unexpected(out, name, parts.back(), std::move(cls.detail));
       break;
     case Use::kIgnored:
       out.ignore(name, false);
