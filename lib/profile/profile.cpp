@@ -233,6 +233,9 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   evidence.build_cached = !built.value().steps.empty();
   for (const auto& step : built.value().steps) evidence.build_cached = evidence.build_cached && step.cached;
   if (!built.value().ok) {
+    if (built.value().failure == StepFailure::kResource) {
+      return evidence.finish(Verdict::kFailResource, "the build hit a limit: " + built.value().reason);
+    }
     return evidence.finish(Verdict::kFailCompile, "the build failed: " +
                                                       last_line(built.value().diagnostics.empty()
                                                                     ? built.value().log
