@@ -18,6 +18,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
+#include "cudaagent/candidate/object_policy.h"
 #include "cudaagent/candidate/source_policy.h"
 #include "cudaagent/candidate/tensor_file.h"
 #include "cudaagent/candidate/workspace.h"
@@ -82,7 +83,7 @@ std::vector<std::string> harness_env(const std::string& home) {
 }
 
 // Bump when the judgement rules change, so stored verdicts of older rules are not reused.
-constexpr int kVerifyRules = 1;
+constexpr int kVerifyRules = 2;
 
 }  // namespace
 
@@ -219,7 +220,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     out.key("policy").begin_object().key("findings").begin_array();
     for (const auto& finding : evidence.findings) {
       out.begin_object().field("rule", finding.rule).field("path", finding.path);
-      out.field("detail", finding.detail).end_object();
+      out.field("detail", finding.detail).field("verdict", verdict_name(finding.verdict)).end_object();
     }
     out.end_array().key("forbidden_ops").raw(evidence.forbidden_ops_json).end_object();
     if (evidence.built) {
@@ -372,9 +373,26 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     // Its reference was never handed to a candidate: still private, it serves the next one.
     if (settings_.prefetch_reference && !workers.prefetched) workers.prefetched = std::move(reference_job);
     const std::string& diagnostics = evidence.build.diagnostics;
+    if (evidence.build.failure == StepFailure::kResource) {
+      return finish(Verdict::kFailResource, "the build hit a limit: " + evidence.build.reason);
+    }
     return finish(Verdict::kFailCompile,
                   diagnostics.empty() ? "the build failed: " + last_line(evidence.build.log)
                                       : last_line(diagnostics.substr(0, diagnostics.find('\n'))));
+  }
+
+  // The candidate's own objects: what they import against the allow-list (object_policy.h).
+  auto object_policy = load_object_policy(settings_.policy_path);
+  if (!object_policy) return finish(Verdict::kInfraError, object_policy.status().message());
+  ObjectCheckOptions object_check{std::move(object_policy).value(), "/usr/bin/nm", "/usr/bin/objdump",
+                                  build_options.runner, 120};
+  auto object_findings = check_candidate_objects(evidence.build, object_check);
+  if (!object_findings) return finish(Verdict::kInfraError, "object check: " + object_findings.status().message());
+  if (!object_findings.value().empty()) {
+    if (settings_.prefetch_reference && !workers.prefetched) workers.prefetched = std::move(reference_job);
+    evidence.findings = std::move(object_findings).value();
+    const auto& first = evidence.findings.front();
+    return finish(verdict_of_findings(evidence.findings), first.rule + ": " + first.path + ": " + first.detail);
   }
 
   // The reference's result, waited for after the build.
