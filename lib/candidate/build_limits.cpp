@@ -59,7 +59,10 @@ constexpr std::array<ResourceWords, 10> kResourceWords = {{
 
 std::string limit_text(std::string_view limit, const BuildLimits& limits, std::uint64_t cpu_limit) {
   if (limit == "memory") return "memory limit (" + describe_mebibytes(limits.memory_bytes) + ")";
-  if (limit == "cpu") return "CPU-time limit (" + std::to_string(cpu_limit) + " s)";
+  if (limit == "cpu") {
+    return "CPU-time limit (" + std::to_string(cpu_limit) + " s" +
+           (cpu_limit < limits.cpu_seconds ? ", what the build's CPU budget had left" : "") + ")";
+  }
   if (limit == "file-size") {
     return "file-size limit (" + describe_mebibytes(limits.file_size_bytes) + ")";
   }
