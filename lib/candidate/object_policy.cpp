@@ -157,20 +157,21 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
   std::vector<PolicyFinding> findings;
   for (const ObjectFacts& object : objects) {
     if (!object.unreadable.empty()) {
-      findings.push_back({std::string(kRuleUnreadableObject), object.source, object.unreadable,
-                          object.unreadable_is_tampering ? Verdict::kFlagHack
-                                                         : Verdict::kRejectPolicy});
+      const std::string_view rule =
+          object.unreadable_is_tampering ? kRuleMalformedObject : kRuleUnreadableObject;
+      findings.push_back({std::string(rule), object.source, object.unreadable,
+                          verdict_of_object_rule(rule)});
       continue;
     }
     for (const std::string& where : object.syscalls) {
       findings.push_back({std::string(kRuleRawSyscall), object.source,
                           "system-call instruction in the candidate's code (" + where + ")",
-                          Verdict::kFlagHack});
+                          verdict_of_object_rule(kRuleRawSyscall)});
     }
     for (const std::string& name : object.writable_code) {
       findings.push_back({std::string(kRuleCodeMemory), object.source,
                           "section " + name + " is both writable and executable",
-                          Verdict::kFlagHack});
+                          verdict_of_object_rule(kRuleCodeMemory)});
     }
     // One finding per symbol, FLAG_HACK ones first, at most max_per_object in all.
     std::set<std::string> seen;
@@ -190,7 +191,7 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
       mine.resize(max_per_object);
       mine.push_back({std::string(kRuleNotAllowed), object.source,
                       "and " + std::to_string(more) + " more symbols outside the allow-list",
-                      Verdict::kRejectPolicy});
+                      verdict_of_object_rule(kRuleNotAllowed)});
     }
     findings.insert(findings.end(), mine.begin(), mine.end());
   }
@@ -246,6 +247,17 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     objects.push_back(std::move(facts));
   }
   return judge_objects(objects, options.policy);
+}
+
+Result<std::vector<PolicyFinding>> check_objects(
+    const BuildResult& build, const std::string& policy_json_path,
+    const std::function<Result<ProcessResult>(const ProcessSpec&)>& runner) {
+  auto policy = load_object_policy(policy_json_path);
+  if (!policy) return policy.status();
+  ObjectCheckOptions options;
+  options.policy = std::move(policy).value();
+  options.runner = runner;
+  return check_candidate_objects(build, options);
 }
 
 }  // namespace cudaagent

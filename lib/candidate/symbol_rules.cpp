@@ -35,11 +35,10 @@ bool starts_any(std::string_view text, List prefixes) {
 }
 
 SymbolRuling allow() { return {}; }
-SymbolRuling flag(std::string_view rule, std::string reason) {
-  return {Verdict::kFlagHack, rule, std::move(reason)};
-}
-SymbolRuling reject(std::string_view rule, std::string reason) {
-  return {Verdict::kRejectPolicy, rule, std::move(reason)};
+// The rule alone says FLAG_HACK or REJECT_POLICY (verdict_of_object_rule), so a symbol's ruling
+// and the stage's decision cannot disagree.
+SymbolRuling deny(std::string_view rule, std::string reason) {
+  return {verdict_of_object_rule(rule), rule, std::move(reason)};
 }
 
 // ---- names -------------------------------------------------------------------------------------
@@ -186,20 +185,20 @@ std::optional<SymbolRuling> tampering(std::string_view path) {
                     "cudaGetDriverEntryPointByVersion", "cudaGetExportTable", "cuGetExportTable",
                     "__cudaGetExportTableInternal"}) ||
       starts_any(path, {"_dl_", "__libc_dl", "dl_"})) {
-    return flag(kRuleDynamicLookup, "looks up or loads code by name at run time");
+    return deny(kRuleDynamicLookup, "looks up or loads code by name at run time");
   }
   if (one_of(path, {"syscall", "__syscall", "__syscall_cp", "syscall_cp"})) {
-    return flag(kRuleRawSyscall, "makes a raw system call");
+    return deny(kRuleRawSyscall, "makes a raw system call");
   }
   if (one_of(path, {"mprotect", "__mprotect", "pkey_mprotect", "pkey_alloc", "pkey_free"})) {
-    return flag(kRuleCodeMemory, "changes memory protection (code made at run time)");
+    return deny(kRuleCodeMemory, "changes memory protection (code made at run time)");
   }
   if (one_of(path, {"ptrace", "process_vm_readv", "process_vm_writev", "prctl", "arch_prctl",
                     "seccomp", "personality", "process_madvise", "pidfd_getfd"})) {
-    return flag(kRuleProcessAccess, "inspects or changes processes");
+    return deny(kRuleProcessAccess, "inspects or changes processes");
   }
   if (starts_any(path, {"cupti", "cudaProfiler", "cuProfiler"})) {
-    return flag(kRuleProfilerAccess, "touches the profiler that times and traces the candidate");
+    return deny(kRuleProfilerAccess, "touches the profiler that times and traces the candidate");
   }
   // Dispatch-key and Python-mode state: switching off the layers the operator audit sits in.
   // ExcludeDispatchKeyGuard itself is allowed: torch::empty_like and the other torch:: factory
@@ -219,7 +218,7 @@ std::optional<SymbolRuling> tampering(std::string_view path) {
       (starts_any(path, {"c10::", "at::", "torch::"}) &&
        (path.find("DispatchMode") != std::string_view::npos ||
         path.find("tls_set_") != std::string_view::npos))) {
-    return flag(kRuleDispatchState, "changes torch's dispatch-key or Python-mode state");
+    return deny(kRuleDispatchState, "changes torch's dispatch-key or Python-mode state");
   }
   if (starts_any(path, {"PyRun_", "_PyRun_", "Py_CompileString", "_Py_CompileString",
                         "PyEval_EvalCode", "PyEval_EvalFrame", "_PyEval_EvalFrame",
@@ -228,7 +227,7 @@ std::optional<SymbolRuling> tampering(std::string_view path) {
                         "PyCode_New", "PyUnstable_Code_New", "PyFunction_New", "PyMarshal_",
                         "Py_Initialize", "Py_Finalize", "Py_NewInterpreter", "Py_EndInterpreter",
                         "PyImport_ExecCode", "Py_Main", "Py_BytesMain", "Py_RunMain"})) {
-    return flag(kRulePythonExec, "runs Python code or hooks the interpreter from C++");
+    return deny(kRulePythonExec, "runs Python code or hooks the interpreter from C++");
   }
   return std::nullopt;
 }
@@ -244,7 +243,7 @@ std::optional<SymbolRuling> threads(std::string_view path) {
       starts_any(path, {"std::jthread", "std::__future_base::_Async_state", "std::async", "GOMP_",
                         "omp_", "__kmpc_", "at::internal::", "c10::ThreadPool",
                         "c10::TaskThreadPool", "at::PTThreadPool", "tbb::"})) {
-    return reject(kRuleThreads, "starts threads or callbacks outside the candidate's call");
+    return deny(kRuleThreads, "starts threads or callbacks outside the candidate's call");
   }
   return std::nullopt;
 }
@@ -276,7 +275,7 @@ std::optional<SymbolRuling> files_processes(std::string_view path) {
       starts_any(path, {"std::filesystem::", "std::experimental::filesystem::", "std::__basic_file",
                         "std::basic_filebuf", "std::basic_ifstream", "std::basic_ofstream",
                         "std::basic_fstream", "PyFile_", "inotify_", "epoll_", "fanotify_"})) {
-    return reject(kRuleFilesProcesses, "uses files, descriptors, processes or signals");
+    return deny(kRuleFilesProcesses, "uses files, descriptors, processes or signals");
   }
   return std::nullopt;
 }
@@ -329,7 +328,7 @@ bool is_tensor_method_allowed(std::string_view method, const ObjectPolicy& polic
 }
 
 SymbolRuling torch_compute(std::string what) {
-  return reject(kRuleTorchCompute,
+  return deny(kRuleTorchCompute,
                 what + "; only the candidate's own kernels, cuBLAS GEMM and cuDNN convolution may "
                        "compute");
 }
@@ -464,14 +463,14 @@ std::optional<SymbolRuling> python_rule(std::string_view path) {
                       "PyEval_InitThreads", "PyEval_ThreadsInitialized", "_PyEval_SliceIndex"})) {
       return allow();
     }
-    return reject(kRulePythonApi, "reads or drives the interpreter's frames");
+    return deny(kRulePythonApi, "reads or drives the interpreter's frames");
   }
   if (starts(path, "PySys_")) {
     if (one_of(path, {"PySys_GetObject", "PySys_WriteStdout", "PySys_WriteStderr",
                       "PySys_FormatStdout", "PySys_FormatStderr"})) {
       return allow();
     }
-    return reject(kRulePythonApi, "changes the interpreter's sys state");
+    return deny(kRulePythonApi, "changes the interpreter's sys state");
   }
   if (starts(path, "PyOS_")) {
     if (one_of(path, {"PyOS_snprintf", "PyOS_vsnprintf", "PyOS_double_to_string",
@@ -479,19 +478,19 @@ std::optional<SymbolRuling> python_rule(std::string_view path) {
                       "PyOS_mystricmp"})) {
       return allow();
     }
-    return reject(kRulePythonApi, "uses the interpreter's OS layer");
+    return deny(kRulePythonApi, "uses the interpreter's OS layer");
   }
   if (starts(path, "PyInterpreterState_")) {
     if (one_of(path, {"PyInterpreterState_Get", "PyInterpreterState_GetDict",
                       "PyInterpreterState_GetID", "PyInterpreterState_Main"})) {
       return allow();
     }
-    return reject(kRulePythonApi, "manages interpreters");
+    return deny(kRulePythonApi, "manages interpreters");
   }
   if (starts_any(path, {"PyImport_", "_PyImport_", "PyCapsule_Import", "PyGC_", "Py_Exit",
                         "Py_AtExit", "PyErr_SetInterrupt", "PyThreadState_SetAsyncExc",
                         "_PyRuntime", "_PyGC_", "PyOS_AfterFork", "PyEval_"})) {
-    return reject(kRulePythonApi, "imports modules or drives the interpreter from C++");
+    return deny(kRulePythonApi, "imports modules or drives the interpreter from C++");
   }
   return allow();  // the object, type, error, GIL and container API that pybind11's glue uses
 }
@@ -531,7 +530,7 @@ std::optional<SymbolRuling> cuda_rule(std::string_view path) {
                                   "gemmGroupedBatched"})))) {
       return allow();
     }
-    return reject(kRuleCublas, "cuBLAS may be used for GEMM (and its handle) only");
+    return deny(kRuleCublas, "cuBLAS may be used for GEMM (and its handle) only");
   }
   if (starts(path, "cudnn")) {
     if (one_of(path, {"cudnnCreate", "cudnnDestroy", "cudnnSetStream", "cudnnGetStream",
@@ -550,7 +549,7 @@ std::optional<SymbolRuling> cuda_rule(std::string_view path) {
                           "cudnnSetConvolution", "cudnnGetConvolution", "cudnnFindConvolution"})) {
       return allow();
     }
-    return reject(kRuleCudnn, "cuDNN may be used for convolution (and its descriptors) only");
+    return deny(kRuleCudnn, "cuDNN may be used for convolution (and its descriptors) only");
   }
   if (starts(path, "__cuda")) return allow();  // nvcc's registration and launch glue
   if (starts(path, "cuda")) {
@@ -585,13 +584,13 @@ std::optional<SymbolRuling> cuda_rule(std::string_view path) {
                           "cudaStreamGetCaptureInfo"})) {
       return allow();
     }
-    return reject(kRuleCudaApi, "a CUDA runtime call outside launch, stream, event, memory and "
+    return deny(kRuleCudaApi, "a CUDA runtime call outside launch, stream, event, memory and "
                                 "device queries");
   }
   if ((starts(path, "cu") && path.size() > 2 && path[2] >= 'A' && path[2] <= 'Z') ||
       starts_any(path, {"cufft", "curand", "cusparse", "cusolver", "cutensor", "nccl", "nvrtc",
                         "nvJitLink", "nvjpeg", "npp", "nvml", "nvtx", "cudss"})) {
-    return reject(kRuleCudaApi, "a CUDA driver call or a CUDA library other than cuBLAS (GEMM) "
+    return deny(kRuleCudaApi, "a CUDA driver call or a CUDA library other than cuBLAS (GEMM) "
                                 "and cuDNN (convolution)");
   }
   return std::nullopt;
@@ -672,7 +671,7 @@ SymbolRuling classify_symbol(std::string_view demangled, const ObjectPolicy& pol
     full = full.substr(0, at);
   }
   const std::string path = symbol_path(full);
-  if (path.empty()) return reject(kRuleNotAllowed, "an empty symbol name");
+  if (path.empty()) return deny(kRuleNotAllowed, "an empty symbol name");
   for (std::string_view prefix : {"typeinfo for ", "typeinfo name for "}) {
     // typeinfo for bool, for char const*: exceptions and pybind11's casts use them.
     if (starts(full, prefix) && is_fundamental_type(full.substr(prefix.size()))) return allow();
@@ -692,18 +691,33 @@ SymbolRuling classify_symbol(std::string_view demangled, const ObjectPolicy& pol
   }
   if (is_c10_allowed(path) || is_at_allowed(path) || is_torch_glue(path)) return allow();
   if (starts_any(path, {"at::", "c10::", "torch::", "caffe2::"})) {
-    return reject(kRuleNotAllowed, "a torch function outside allocation, views, accessors, "
+    return deny(kRuleNotAllowed, "a torch function outside allocation, views, accessors, "
                                    "options, streams and checks");
   }
-  return reject(kRuleNotAllowed, "not on the allow-list of imported symbols");
+  return deny(kRuleNotAllowed, "not on the allow-list of imported symbols");
+}
+
+Verdict verdict_of_object_rule(std::string_view rule) {
+  static constexpr std::string_view kTampering[] = {
+      kRuleDynamicLookup, kRuleRawSyscall, kRuleDispatchState, kRulePythonExec,
+      kRuleCodeMemory,    kRuleProcessAccess, kRuleProfilerAccess, kRuleMalformedObject};
+  return one_of(rule, kTampering) ? Verdict::kFlagHack : Verdict::kRejectPolicy;
 }
 
 Verdict verdict_of_findings(const std::vector<PolicyFinding>& findings) {
   if (findings.empty()) return Verdict::kPass;
   const bool hack = std::any_of(findings.begin(), findings.end(), [](const PolicyFinding& f) {
-    return f.verdict == Verdict::kFlagHack;
+    return verdict_of_object_rule(f.rule) == Verdict::kFlagHack;
   });
   return hack ? Verdict::kFlagHack : Verdict::kRejectPolicy;
+}
+
+const PolicyFinding* strongest_finding(const std::vector<PolicyFinding>& findings) {
+  const Verdict verdict = verdict_of_findings(findings);
+  for (const PolicyFinding& finding : findings) {
+    if (verdict_of_object_rule(finding.rule) == verdict) return &finding;
+  }
+  return nullptr;
 }
 
 }  // namespace cudaagent

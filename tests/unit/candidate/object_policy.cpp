@@ -231,7 +231,41 @@ TEST_CASE("nm output: undefined and defined names, a line of any other shape is 
   CHECK_FALSE(broken.unreadable.empty());
   const auto findings = cudaagent::judge_objects({broken}, policy());
   REQUIRE(findings.size() == 1);
+  CHECK(findings[0].rule == "malformed-object");
   CHECK(findings[0].verdict == Verdict::kFlagHack);
+}
+
+TEST_CASE("a tool that fails on an object is unreadable-object, REJECT_POLICY; one that cannot start is ours") {
+  BuildResult build;
+  build.ok = true;
+  CompileStep step;
+  step.source = "kernels/a.cpp";
+  step.object = "/nonexistent/a.o";
+  step.ok = true;
+  build.steps.push_back(step);
+  ObjectCheckOptions options;
+  options.policy = policy();
+  options.nm = "/bin/false";
+  auto findings = check_candidate_objects(build, options);
+  REQUIRE_MESSAGE(findings.is_ok(), findings.status().message());
+  REQUIRE(findings.value().size() == 1);
+  CHECK(findings.value()[0].rule == "unreadable-object");
+  CHECK(findings.value()[0].verdict == Verdict::kRejectPolicy);
+  CHECK(cudaagent::verdict_of_findings(findings.value()) == Verdict::kRejectPolicy);
+  options.nm = "/nonexistent/nm";
+  CHECK_FALSE(check_candidate_objects(build, options).is_ok());
+}
+
+TEST_CASE("an object rule's verdict: the tampering rules are FLAG_HACK, every other REJECT_POLICY") {
+  for (std::string_view hack : {"dynamic-lookup", "raw-syscall", "dispatch-state", "python-exec",
+                                "code-memory", "process-access", "profiler-access", "malformed-object"}) {
+    CHECK_MESSAGE(cudaagent::verdict_of_object_rule(hack) == Verdict::kFlagHack, hack);
+  }
+  for (std::string_view rejected : {"torch-compute", "thread-creation", "files-processes", "python-api",
+                                    "cublas-not-gemm", "cudnn-not-convolution", "cuda-api-not-allowed",
+                                    "symbol-not-allowed", "unreadable-object", "anything-new"}) {
+    CHECK_MESSAGE(cudaagent::verdict_of_object_rule(rejected) == Verdict::kRejectPolicy, rejected);
+  }
 }
 
 TEST_CASE("objdump output: system-call instructions and writable code sections") {

@@ -39,7 +39,7 @@ inline constexpr std::string_view kRulePythonExec = "python-exec";          // P
 inline constexpr std::string_view kRuleCodeMemory = "code-memory";          // mprotect, W+X
 inline constexpr std::string_view kRuleProcessAccess = "process-access";    // ptrace, prctl
 inline constexpr std::string_view kRuleProfilerAccess = "profiler-access";  // CUPTI, cudaProfiler*
-inline constexpr std::string_view kRuleUnreadableObject = "unreadable-object";
+inline constexpr std::string_view kRuleMalformedObject = "malformed-object";  // nm lied
 // REJECT_POLICY:
 inline constexpr std::string_view kRuleTorchCompute = "torch-compute";      // at::native, _ops
 inline constexpr std::string_view kRulePythonApi = "python-api";            // PyImport_*, ...
@@ -49,6 +49,11 @@ inline constexpr std::string_view kRuleCublas = "cublas-not-gemm";
 inline constexpr std::string_view kRuleCudnn = "cudnn-not-convolution";
 inline constexpr std::string_view kRuleCudaApi = "cuda-api-not-allowed";
 inline constexpr std::string_view kRuleNotAllowed = "symbol-not-allowed";
+inline constexpr std::string_view kRuleUnreadableObject = "unreadable-object";  // nm failed
+
+// The verdict an object rule earns: FLAG_HACK for the tampering rules above, REJECT_POLICY for
+// every other rule. The one table that both classify_symbol() and the stages' decisions use.
+Verdict verdict_of_object_rule(std::string_view rule);
 
 // The ATen operators the candidate's C++ may call through at::_ops (the harness's "allowed_ops":
 // allocation, views, copies). Compute operators are not listed.
@@ -84,8 +89,8 @@ struct ObjectFacts {
   std::vector<std::string> syscalls;       // "section+addr: instruction"
   std::vector<std::string> writable_code;  // sections both writable and executable
   std::string unreadable;                  // why the tools' output could not be read, if so
-  // An output line of impossible shape (a symbol name holding a newline) is FLAG_HACK; a tool that
-  // failed or timed out on the object is REJECT_POLICY.
+  // An output line of impossible shape (a symbol name holding a newline) is malformed-object
+  // (FLAG_HACK); a tool that failed or timed out on the object is unreadable-object (REJECT_POLICY).
   bool unreadable_is_tampering = true;
 };
 
@@ -121,8 +126,20 @@ struct ObjectCheckOptions {
 Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& build,
                                                            const ObjectCheckOptions& options);
 
-// The verdict a list of findings earns: kPass when empty, kFlagHack when any finding says so,
-// else kRejectPolicy.
+// What verify and profile both run after a successful build, so that profile never times code
+// verify would reject: the allowed operators from `policy_json_path`, /usr/bin/nm and
+// /usr/bin/objdump through `runner` (the build's sandboxed runner; run_process when empty).
+Result<std::vector<PolicyFinding>> check_objects(
+    const BuildResult& build, const std::string& policy_json_path,
+    const std::function<Result<ProcessResult>(const ProcessSpec&)>& runner);
+
+// The verdict a list of object findings earns: kPass when empty, kFlagHack when any finding's rule
+// is a tampering rule, else kRejectPolicy.
 Verdict verdict_of_findings(const std::vector<PolicyFinding>& findings);
+
+// The first finding of the verdict the list earns (nullptr when empty): the one a stage names in
+// its reason, so a candidate that both computes with torch and looks symbols up is told of the
+// lookup.
+const PolicyFinding* strongest_finding(const std::vector<PolicyFinding>& findings);
 
 }  // namespace cudaagent
