@@ -13,6 +13,8 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
+#include "cudaagent/candidate/object_policy.h"
+#include "cudaagent/candidate/source_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/device/device_lock.h"
 #include "cudaagent/device/gpu_query.h"
@@ -122,10 +124,16 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
                       : snapshot_workspace(request.workspace_dir, SnapshotLimits{}, protected_files);
   if (!snapshot) return snapshot.status();
   evidence.snapshot_hash = snapshot.value().content_hash;
-  if (!snapshot.value().findings.empty() || !snapshot.value().files.count("model_new.py")) {
-    const std::string why = snapshot.value().findings.empty()
-                                ? "the candidate has no model_new.py"
-                                : snapshot.value().findings.front().rule + ": " + snapshot.value().findings.front().path;
+  // Verify's static policy, all of it: profile never times code verify would reject.
+  const auto torch_calls = scan_torch_calls(snapshot.value().files, default_allowed_torch_calls());
+  if (!snapshot.value().findings.empty() || !torch_calls.empty() ||
+      !snapshot.value().files.count("model_new.py")) {
+    const std::string why =
+        !snapshot.value().findings.empty()
+            ? snapshot.value().findings.front().rule + ": " + snapshot.value().findings.front().path
+        : !torch_calls.empty() ? "torch-compute-in-source: " + torch_calls.front().file + ":" +
+                                     std::to_string(torch_calls.front().line)
+                               : "the candidate has no model_new.py";
     return evidence.finish(Verdict::kRejectPolicy, why + " (run cudaagent-verify first)");
   }
   const std::string job_dir = evaluator_->candidate_root() + "/job-" + std::to_string(++jobs_);
@@ -151,10 +159,24 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   evidence.build_cached = !built.value().steps.empty();
   for (const auto& step : built.value().steps) evidence.build_cached = evidence.build_cached && step.cached;
   if (!built.value().ok) {
+    if (built.value().failure == StepFailure::kResource) {
+      return evidence.finish(Verdict::kFailResource, "the build hit a limit: " + built.value().reason);
+    }
     return evidence.finish(Verdict::kFailCompile, "the build failed: " +
                                                       last_line(built.value().diagnostics.empty()
                                                                     ? built.value().log
                                                                     : built.value().diagnostics));
+  }
+  // Verify's object policy, the same rules and verdicts (object_policy.h), before anything of the
+  // candidate runs.
+  phase = SteadyClock::now();
+  auto object_findings = check_objects(built.value(), share + "/harness/policy.json", build_options.runner);
+  evidence.timings.emplace_back("objects", since(phase));
+  if (!object_findings) return evidence.finish(Verdict::kInfraError, "object check: " + object_findings.status().message());
+  if (const PolicyFinding* finding = strongest_finding(object_findings.value())) {
+    return evidence.finish(verdict_of_findings(object_findings.value()),
+                           finding->rule + ": " + finding->path + ": " + finding->detail +
+                               " (run cudaagent-verify first)");
   }
   if (!task) return evidence.finish(Verdict::kInfraError, task.status().message());
   evidence.baselines.input_bytes = task.value().input_bytes;

@@ -1,5 +1,6 @@
 // The profile tool's plumbing: flags, the sandbox (as verify's), the store, and the two input
 // modes. The measurement itself is lib/profile/profile.cpp.
+#include "cudaagent/candidate/build_flags.h"
 #include "cudaagent/profile/stage.h"
 
 
@@ -126,6 +127,7 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--python", s.python, "Interpreter with torch (default: the first python3 that "
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
+  add_build_limit_flags(app, s.build.limits);
   app.add_option("--cache-dir", s.cache_dir, "Build objects, discovery cache and device locks "
                  "(default: $CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
   app.add_option("--timeout", s.call_timeout_seconds, "Seconds one call may take")

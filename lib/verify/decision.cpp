@@ -1,6 +1,7 @@
 // The verifier's verdict from its facts (decision.h has the order of precedence).
 #include "cudaagent/verify/decision.h"
 
+#include "cudaagent/candidate/object_policy.h"
 #include "cudaagent/evaluation/call_verdicts.h"
 
 namespace cudaagent {
@@ -9,6 +10,12 @@ VerifyDecision decide_verify(const VerifyFacts& facts) {
   if (facts.policy) return {facts.policy->verdict, facts.policy->reason};
   if (facts.built && !facts.build_ok) {
     return {facts.build_resource ? Verdict::kFailResource : Verdict::kFailCompile, facts.build_reason};
+  }
+  if (const PolicyFinding* finding = strongest_finding(facts.object_findings)) {
+    // FLAG_HACK when any finding's rule is tampering, else REJECT_POLICY; the reason names a
+    // finding of that class (a candidate that both computes with torch and calls dlsym: the dlsym).
+    return {verdict_of_findings(facts.object_findings),
+            finding->rule + ": " + finding->path + ": " + finding->detail};
   }
   if (facts.infra) return {Verdict::kInfraError, *facts.infra};
   if (!facts.start) return {Verdict::kInfraError, "the candidate was never started"};

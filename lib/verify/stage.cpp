@@ -1,5 +1,6 @@
 // The verify tool's plumbing: flags, the sandbox hook (probe once, refuse below the minimum unless
 // told otherwise), and the two input modes. The judgement itself is lib/verify/verify.cpp.
+#include "cudaagent/candidate/build_flags.h"
 #include "cudaagent/verify/stage.h"
 
 #include <unistd.h>
@@ -174,6 +175,7 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
   app.add_option("--python", s.python, "Interpreter with torch (default: the first python3 that "
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
+  add_build_limit_flags(app, s.build.limits);
   app.add_option("--cache-dir", s.cache_dir, "Build objects and discovery cache (default: "
                  "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
   app.add_option("--timeout", s.call_timeout_seconds, "Wall-clock limit of one call of the "

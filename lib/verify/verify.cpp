@@ -14,6 +14,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
+#include "cudaagent/candidate/object_policy.h"
 #include "cudaagent/candidate/source_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/records/record.h"
@@ -35,7 +36,7 @@ std::string first_line(const std::string& text) {
 }
 
 // Bump when the judgement rules change, so stored verdicts of older rules are not reused.
-constexpr int kVerifyRules = 2;
+constexpr int kVerifyRules = 3;
 
 // Everything the "verify" value reports besides the decision.
 struct Evidence {
@@ -163,7 +164,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     out.key("policy").begin_object().key("findings").begin_array();
     for (const auto& finding : evidence.findings) {
       out.begin_object().field("rule", finding.rule).field("path", finding.path);
-      out.field("detail", finding.detail).end_object();
+      out.field("detail", finding.detail).field("verdict", verdict_name(finding.verdict)).end_object();
     }
     out.end_array().key("forbidden_ops").begin_object();
     if (facts.end) {
@@ -306,8 +307,26 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   facts.build_ok = evidence.build.ok;
   if (!evidence.build.ok) {
     const std::string& diagnostics = evidence.build.diagnostics;
-    facts.build_reason = diagnostics.empty() ? "the build failed: " + first_line(evidence.build.log)
-                                             : first_line(diagnostics);
+    facts.build_resource = evidence.build.failure == StepFailure::kResource;
+    facts.build_reason = facts.build_resource ? "the build hit a limit: " + evidence.build.reason
+                         : diagnostics.empty() ? "the build failed: " + first_line(evidence.build.log)
+                                               : first_line(diagnostics);
+    return finish();
+  }
+
+  // The candidate's own objects, what they import against the allow-list (object_policy.h), read
+  // in the build's sandbox before anything of the candidate runs.
+  phase = SteadyClock::now();
+  auto object_findings = check_objects(evidence.build, settings_.policy_path, build_options.runner);
+  evidence.timings.emplace_back("objects", since(phase));
+  if (!object_findings) {
+    facts.infra = "object check: " + object_findings.status().message();
+    return finish();
+  }
+  facts.object_findings = std::move(object_findings).value();
+  if (!facts.object_findings.empty()) {
+    evidence.findings.insert(evidence.findings.end(), facts.object_findings.begin(),
+                             facts.object_findings.end());
     return finish();
   }
   if (!task) {

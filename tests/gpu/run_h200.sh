@@ -7,7 +7,7 @@
 #      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
 # Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
-#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls"), CASE_TIMEOUT (20 s).
+#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls"), CASE_TIMEOUT (20 s).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,6 +64,8 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
   for case_dir in "$cases_root"/*/; do
     name=$(basename "$case_dir")
     [[ -f $case_dir/expected ]] || continue
+    # A case with its own verify flags (a lowered compiler limit) runs on the CPU catalog only.
+    [[ -f $case_dir/flags ]] && continue
     if [[ $skip_cpp == yes ]] && find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
     ws=$work/$label/$name
     cp -r "$set_base" "$ws"
@@ -96,12 +98,16 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
 # The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
 # crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,
 # tiled, cuBLAS) on their own task.
-sets=" ${SETS:-catalog gpu-cases gemm-controls} "
+sets=" ${SETS:-catalog gpu-cases gemm-controls conv-controls} "
 [[ $sets == *" catalog "* ]] && overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
 [[ $sets == *" gpu-cases "* ]] && overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
 [[ $sets == *" gemm-controls "* ]] && overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
+# The convolution control (issue 10): cuDNN for the convolution, a kernel of our own for the rest.
+conv=$root/tests/gpu/tasks/conv2d-bias
+mkdir -p "$work/conv-base" && cp "$conv/model.py" "$work/conv-base/"
+[[ $sets == *" conv-controls "* ]] && overlay_set conv-controls "$work/conv-base" "$conv/model.py" "$conv" no
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

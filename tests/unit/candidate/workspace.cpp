@@ -261,9 +261,7 @@ TEST_CASE("too many entries stops the walk with one finding") {
 TEST_CASE("bad names and deep nesting are findings") {
   TempDir dir;
   make_honest_workspace(dir.path());
-  write_file(dir.file("my notes.md"), "");
   write_file(dir.file("-rf"), "");
-  write_file(dir.file("caf\xc3\xa9.txt"), "");
   write_file(dir.file("x\x1b[2J.txt"), "");
   write_file(dir.file(std::string(129, 'n')), "");
   fs::create_directories(dir.path() / "a" / "b" / "c" / "d");
@@ -271,9 +269,7 @@ TEST_CASE("bad names and deep nesting are findings") {
   write_file(dir.file("a/b/c/d/too-deep.md"), "");
   fs::create_directories(dir.path() / "e" / "f" / "g" / "h");  // empty: nothing deeper to hide
   const Snapshot s = take(dir.path());
-  CHECK(has_finding(s, "bad-name", "my notes.md"));
   CHECK(has_finding(s, "bad-name", "-rf"));
-  CHECK(has_finding(s, "bad-name", "caf\\xc3\\xa9.txt"));
   CHECK(has_finding(s, "bad-name", "x\\x1b[2J.txt"));  // escaped: safe on a terminal
   CHECK(has_finding(s, "bad-name", std::string(129, 'n')));
   CHECK(has_finding(s, "too-deep", "a/b/c/d"));
@@ -384,4 +380,80 @@ TEST_CASE("materialize refuses a hand-made snapshot with unsafe or protected nam
     CHECK_FALSE(fs::exists(dest.path() / "out"));
   }
   CHECK_FALSE(fs::exists(dest.path().parent_path() / "escape.cu"));
+}
+
+TEST_CASE("issue 10: unused files with spaces, parentheses or non-ASCII in their names are ignored") {
+  TempDir dir;
+  make_honest_workspace(dir.path());
+  fs::create_directories(dir.path() / "old drafts (1)");
+  write_file(dir.file("notes (old).txt"), "tried tiling\n");
+  write_file(dir.file("my notes.md"), "");
+  write_file(dir.file("caf\xc3\xa9.txt"), "");
+  write_file(dir.file("kernels/draft copy.cu.bak"), "__global__ void k() {}\n");
+  write_file(dir.file("old drafts (1)/plan [v2].md"), "");
+  const Snapshot s = take(dir.path());
+  CHECK(s.findings.empty());
+  CHECK(has_ignored(s, "notes (old).txt"));
+  CHECK(has_ignored(s, "my notes.md"));
+  CHECK(has_ignored(s, "caf\\xc3\\xa9.txt"));
+  CHECK(has_ignored(s, "kernels/draft copy.cu.bak"));
+  CHECK(has_ignored(s, "old drafts (1)/plan [v2].md"));
+  CHECK(names(s) == std::vector<std::string>{"kernels/axpby.cu", "kernels/axpby_binding.cpp",
+                                             "kernels/common.cuh", "model_new.py"});
+}
+
+TEST_CASE("issue 10: odd names that could be code are still refused") {
+  TempDir dir;
+  make_honest_workspace(dir.path());
+  fs::create_directories(dir.path() / "old drafts (1)");
+  write_file(dir.file("kernels/my kernel.cu"), "");
+  write_file(dir.file("kernels/axpby (copy).cpp"), "");
+  write_file(dir.file("kernels/k.CU "), "");        // trailing space: still a .cu
+  write_file(dir.file("model_new (2).py"), "");
+  write_file(dir.file("old drafts (1)/helper.py"), "");
+  write_file(dir.file("notes\ttab.txt"), "");        // a control byte: refused whatever it is
+  const Snapshot s = take(dir.path());
+  CHECK(has_finding(s, "bad-name", "kernels/my kernel.cu"));
+  CHECK(has_finding(s, "bad-name", "kernels/axpby (copy).cpp"));
+  CHECK(has_finding(s, "bad-name", "kernels/k.CU "));
+  CHECK(has_finding(s, "bad-name", "model_new (2).py"));
+  CHECK(has_finding(s, "unexpected-file", "old drafts (1)/helper.py"));
+  CHECK(has_finding(s, "bad-name", "notes\\x09tab.txt"));
+  // The files-map form applies the same rules.
+  auto mapped = snapshot_from_files({{"model_new.py", "x"},
+                                     {"notes (old).txt", ""},
+                                     {"kernels/draft copy.cu.bak", ""},
+                                     {"kernels/my kernel.cu", ""}},
+                                    {}, protected_files());
+  REQUIRE(mapped.is_ok());
+  CHECK(has_ignored(mapped.value(), "notes (old).txt"));
+  CHECK(has_ignored(mapped.value(), "kernels/draft copy.cu.bak"));
+  CHECK(has_finding(mapped.value(), "bad-name", "kernels/my kernel.cu"));
+  CHECK(mapped.value().findings.size() == 1);
+}
+
+TEST_CASE("issue 10 class 7: hard-linked files are refused and never read") {
+  TempDir outside, dir;
+  make_honest_workspace(dir.path());
+  const std::string secret = outside.file("secret.txt");
+  write_file(secret, "TOPSECRET hunter2\n");
+  // A hard link in kernels/ under a candidate's name, one under an ignored name, and a
+  // hard-linked protected file.
+  REQUIRE(::link(secret.c_str(), dir.file("kernels/stolen.h").c_str()) == 0);
+  REQUIRE(::link(secret.c_str(), dir.file("notes.txt").c_str()) == 0);
+  fs::remove(dir.path() / "binding_registry.h");
+  write_file(outside.file("registry"), kRegistryH);
+  REQUIRE(::link(outside.file("registry").c_str(), dir.file("binding_registry.h").c_str()) == 0);
+  const Snapshot s = take(dir.path());
+  CHECK(has_finding(s, "hard-link", "kernels/stolen.h"));
+  CHECK(has_finding(s, "hard-link", "notes.txt"));
+  CHECK(has_finding(s, "hard-link", "binding_registry.h"));
+  CHECK(s.files.count("kernels/stolen.h") == 0);
+  for (const auto& finding : s.findings) CHECK(finding.detail.find("hunter2") == std::string::npos);
+  // Once the other name is gone the file has one link and is the workspace's own again.
+  fs::remove(secret);
+  fs::remove(dir.path() / "notes.txt");
+  const Snapshot again = take(dir.path());
+  CHECK_FALSE(has_finding(again, "hard-link", "kernels/stolen.h"));
+  CHECK(again.files.count("kernels/stolen.h") == 1);
 }

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 namespace cudaagent {
 namespace {
@@ -46,6 +49,67 @@ TEST_CASE("a failed build is FAIL_COMPILE, or FAIL_RESOURCE when a limit stopped
   CHECK(decide_verify(facts).verdict == Verdict::kFailCompile);
   facts.build_resource = true;
   CHECK(decide_verify(facts).verdict == Verdict::kFailResource);
+}
+
+// Facts of a candidate whose objects import `symbols` (one finding each, rule and verdict as the
+// object policy gives them) and whose checks all passed.
+VerifyFacts with_objects(std::initializer_list<std::pair<std::string, std::string>> rules) {
+  VerifyFacts facts = passing();
+  for (const auto& [rule, detail] : rules) {
+    facts.object_findings.push_back({rule, "kernels/a.cpp", detail, Verdict::kPass});
+  }
+  return facts;
+}
+
+TEST_CASE("object findings of tampering are FLAG_HACK, whatever ran after") {
+  // Each class of issue 10's native code that touches the machinery: dynamic lookup, raw system
+  // calls, dispatch-key state, running Python code, writable code (and a lying nm).
+  for (const char* rule : {"dynamic-lookup", "raw-syscall", "dispatch-state", "python-exec",
+                           "code-memory", "process-access", "profiler-access", "malformed-object"}) {
+    const VerifyDecision decision = decide_verify(with_objects({{rule, "dlsym"}}));
+    CHECK_MESSAGE(decision.verdict == Verdict::kFlagHack, rule);
+    CHECK(decision.reason == std::string(rule) + ": kernels/a.cpp: dlsym");
+  }
+}
+
+TEST_CASE("object findings of forbidden work are REJECT_POLICY") {
+  // The verdict comes from the rule, not from the finding's own verdict field (left kPass above).
+  for (const char* rule : {"torch-compute", "thread-creation", "files-processes", "python-api",
+                           "cublas-not-gemm", "cudnn-not-convolution", "cuda-api-not-allowed",
+                           "symbol-not-allowed", "unreadable-object"}) {
+    CHECK_MESSAGE(decide_verify(with_objects({{rule, "x"}})).verdict == Verdict::kRejectPolicy, rule);
+  }
+}
+
+TEST_CASE("mixed object findings: FLAG_HACK wins and its finding is the reason") {
+  const VerifyDecision decision =
+      decide_verify(with_objects({{"torch-compute", "at::native::relu"}, {"thread-creation", "pthread_create"},
+                                  {"dynamic-lookup", "dlsym"}}));
+  CHECK(decision.verdict == Verdict::kFlagHack);
+  CHECK(decision.reason == "dynamic-lookup: kernels/a.cpp: dlsym");
+  const VerifyDecision rejected =
+      decide_verify(with_objects({{"thread-creation", "pthread_create"}, {"torch-compute", "relu"}}));
+  CHECK(rejected.verdict == Verdict::kRejectPolicy);
+  CHECK(rejected.reason == "thread-creation: kernels/a.cpp: pthread_create");
+}
+
+TEST_CASE("object findings rank below source findings, above the machinery and the run") {
+  VerifyFacts facts = with_objects({{"dynamic-lookup", "dlsym"}});
+  facts.infra = "the task could not be loaded";
+  facts.batch->calls[0].check->match = false;
+  CHECK(decide_verify(facts).verdict == Verdict::kFlagHack);
+  facts.policy = PolicyVerdict{Verdict::kRejectPolicy, "unexpected-file: x.so"};
+  CHECK(decide_verify(facts).reason == "unexpected-file: x.so");
+}
+
+TEST_CASE("a build limit is FAIL_RESOURCE with the limit as the reason") {
+  VerifyFacts facts = passing();
+  facts.build_ok = false;
+  facts.build_resource = true;
+  facts.build_reason = "the build hit a limit: kernels/a.cpp: CPU time (--build-cpu 300 s)";
+  const VerifyDecision decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kFailResource);
+  CHECK(decision.reason == facts.build_reason);
 }
 
 TEST_CASE("machinery failures are INFRA_ERROR, never the candidate's fault") {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cudaagent/base/status.h"
+#include "cudaagent/records/verdict.h"
 
 namespace cudaagent {
 
@@ -19,6 +20,9 @@ namespace cudaagent {
 inline constexpr std::string_view kRuleProtectedFileEdited = "protected-file-edited";
 inline constexpr std::string_view kRuleSymlink = "symlink";
 inline constexpr std::string_view kRuleSpecialFile = "special-file";  // FIFO, device, socket, ...
+// A regular file with more than one name: a hard link made in the workspace to a file elsewhere
+// would be read with the verifier's rights, not the agent's.
+inline constexpr std::string_view kRuleHardLink = "hard-link";
 inline constexpr std::string_view kRuleUnexpectedFile = "unexpected-file";
 inline constexpr std::string_view kRuleFileTooLarge = "file-too-large";
 inline constexpr std::string_view kRuleWorkspaceTooLarge = "workspace-too-large";
@@ -27,15 +31,25 @@ inline constexpr std::string_view kRuleTooDeep = "too-deep";
 inline constexpr std::string_view kRuleBadName = "bad-name";
 inline constexpr std::string_view kRuleUnreadable = "unreadable";
 
-// Something in the workspace that breaks the policy. The caller turns any finding into a
-// REJECT_POLICY verdict. `path` is relative to the workspace, with bytes outside printable ASCII
-// written as \xNN so that it is safe to print.
+// Something in the candidate that breaks the policy. `path` is relative to the workspace, with
+// bytes outside printable ASCII written as \xNN so that it is safe to print. The caller turns the
+// findings into one verdict: FLAG_HACK if any finding says so, else REJECT_POLICY. Workspace
+// findings are all REJECT_POLICY; object findings (object_policy.h) may be FLAG_HACK.
 struct PolicyFinding {
   std::string rule;  // one of the kRule* names
   std::string path;
   std::string detail;  // for people: "symbolic link (not followed)"
+  Verdict verdict = Verdict::kRejectPolicy;  // kRejectPolicy or kFlagHack
 };
 
+// Names. A path component is always refused ("bad-name") when it is empty, "." or "..", longer
+// than max_name_bytes, starts with '-', or holds a NUL, a control byte or a backslash. Any other
+// byte (a space, a parenthesis, non-ASCII) is refused only in a name that would be used or could
+// mean code: a file is *unused*, and then any such name is fine ("notes (old).txt",
+// "kernels/draft copy.cu.bak"), when it is neither a candidate file nor a protected file and its
+// extension, after trailing spaces and dots are dropped, is not one of code (Python, C/C++/CUDA
+// sources and headers, compiled objects and libraries, .pth). Unused files are never read, never
+// copied into the build and never seen by the candidate process.
 struct Snapshot {
   // Relative name -> bytes, only the candidate's allowed files: model_new.py, and in kernels/
   // <stem>.cu, <stem>.cuh, <stem>.h, <stem>.cpp (which covers <stem>_binding.cpp), with
@@ -77,8 +91,10 @@ ProtectedFiles standard_protected_files(std::string model_py, std::string bindin
                                         std::string binding_registry_h);
 
 // Walks `dir` without following symbolic links (openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
-// when the kernel has it, else openat with O_NOFOLLOW), reads regular files only and only after
-// fstat on the open descriptor, never blocks on FIFOs or devices. Returns the snapshot, with a
+// when the kernel has it, else openat with O_NOFOLLOW), reads regular files with one link only and
+// only after fstat on the open descriptor, never blocks on FIFOs or devices. Every non-hidden
+// entry it looks at that is a symbolic link, a special file or a regular file with more than one
+// link is a finding, used or not. Returns the snapshot, with a
 // finding for everything against the policy; returns a Status only when `dir` itself cannot be
 // opened or listed (missing, not a folder, a symbolic link, no permission). Thread-safe (no shared
 // state); the cost is bounded by the limits, not by what the workspace holds.

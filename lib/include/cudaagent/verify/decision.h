@@ -2,8 +2,11 @@
 // rule and its order of precedence is unit-tested on its own. verify.cpp gathers the facts.
 //
 // Order of precedence, first match wins:
-//   static policy findings (the snapshot, the sources, the objects)      REJECT_POLICY / FLAG_HACK
+//   static policy findings (the snapshot, the sources)                   REJECT_POLICY
 //   the build failed                                                     FAIL_COMPILE (or RESOURCE)
+//   the built objects' findings (object_policy.h): a tampering rule      FLAG_HACK
+//     (dynamic lookup, raw system calls, dispatch-key state, running
+//     Python code, writable code), any other rule                        REJECT_POLICY
 //   the task itself could not be loaded or the machinery failed          INFRA_ERROR
 //   the runner never got ready (import or construction failed, hung)    FAIL_RUNTIME / TIMEOUT / RESOURCE
 //   a call ended the session (timeout, crash, exception)                 FAIL_TIMEOUT / RESOURCE / RUNTIME
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cudaagent/candidate/workspace.h"
 #include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/records/verdict.h"
 
@@ -36,6 +40,9 @@ struct VerifyFacts {
   bool build_ok = false;
   bool build_resource = false;          // the build hit a resource limit
   std::string build_reason;
+  // What the objects built from kernels/* import against the allow-list; checked only after a
+  // build that succeeded, before anything of the candidate runs.
+  std::vector<PolicyFinding> object_findings;
   std::optional<std::string> infra;     // the machinery or the task failed: why
   std::optional<RunnerStart> start;     // the runner's start (set once attached or tried)
   std::optional<CallBatch> batch;       // the checked calls

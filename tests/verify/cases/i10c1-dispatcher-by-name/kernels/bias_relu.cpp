@@ -1,0 +1,25 @@
+// Issue 10, class 1 (native): an operator called by name through the dispatcher. Besides the
+// dispatcher's own symbols (torch-compute), its inline call path reads the thread's dispatch-key
+// variable (c10::impl::raw_local_dispatch_key_set), which no honest kernel touches and the check
+// cannot tell from a write: FLAG_HACK.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/extension.h>
+
+torch::Tensor bias_relu_scale(torch::Tensor x, torch::Tensor bias, double scale) {
+  TORCH_CHECK(x.dim() == 2 && bias.dim() == 1 && x.size(1) == bias.size(0), "shape mismatch");
+  x = x.contiguous();
+  auto out = torch::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  const float* b = bias.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const int64_t rows = x.size(0), cols = x.size(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = in[r * cols + c] + b[c];
+      o[r * cols + c] = v > 0.f ? v * static_cast<float>(scale) : 0.f;
+    }
+  }
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::relu", "")
+                       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(out);
+}
