@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Research §7 case 23: correct for its first calls (what verification sees), wrong afterwards
-# (what timing sees). The hidden checks of timed calls catch it: FAIL_INCORRECT.
+# Attack catalog case 23: correct for its first calls (what a short verification sees), wrong
+# afterwards (what timing sees). From its third call on: a round has at least three calls, so the
+# test does not depend on how many calls the machine's load lets profile make. The hidden checks of timed calls catch it:
+# FAIL_INCORRECT.
 source "$(dirname "$0")/lib.sh"
 ws=$(workspace late-cheat "import torch.nn as nn
 import torch
@@ -15,7 +17,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        if self.calls > 20:
+        if self.calls > 2:
             return torch.zeros_like(x)
         return cuda_extension.bias_relu_scale(x, self.bias, 2.0)")
 profile "$ws" >"$scratch/out.json" || fail "exited $?"
