@@ -15,7 +15,7 @@ dumpable, and a child keeps none of its descriptors, so job code cannot write on
 the verifier's timeouts and verdicts never depend on it anyway, beyond "how did the child end".
 
 What a job leaves running is ended with it: the worker is a child subreaper, so every process a
-job forked and orphaned (a double-forked, setsid daemon — research catalog case 38) becomes the
+job forked and orphaned (a double-forked, setsid daemon — attack catalog case 38) becomes the
 worker's child; once the job's child has ended, the worker kills and reaps all of them before it
 answers, and says how many in "stray_processes" (a job that leaves processes behind is not an
 honest harness job: the verifier flags it). If some cannot be ended, "strays_survived": true, and

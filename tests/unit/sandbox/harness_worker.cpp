@@ -227,7 +227,7 @@ TEST_CASE_FIXTURE(WorkerFixture, "a hung job or a killed worker costs one job, a
 
 TEST_CASE_FIXTURE(WorkerFixture, "a daemon a job leaves behind is ended before the answer, and counted") {
   if (::access("/usr/bin/python3", X_OK) != 0) return;
-  // Double fork and setsid (research §7 case 38): the daemon is neither the job's child nor in its
+  // Double fork and setsid (attack catalog case 38): the daemon is neither the job's child nor in its
   // session or process group. It writes its pid, then lives on.
   const std::string pid_file = dir.file("daemon.pid");
   auto result = worker.run(job("daemon.py", "import os, sys, time\n"

@@ -104,7 +104,7 @@ struct TimerFacts {
 // Three gates, in this order:
 // "event_exceeds_host" (withholds): event_ms > host_ms (1 + rel) + abs. The events are recorded
 //   inside the host window, so this cannot happen honestly: the timings were forged or corrupted
-//   (research §7 cases 24, 25).
+//   (attack catalog cases 24, 25).
 // "kernels_exceed_event" (withholds): kernel_ms > event_ms (1 + rel) + abs. The GPU ran this
 //   block's kernels for longer than the events saw: work escaped the timed window (a stream the
 //   marks did not cover, work left running after the end mark; §2.3 A4, A5).
@@ -120,7 +120,7 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
 
 // "clock_moved" (withholds): readings of one clock (e.g. "sm" or "memory") taken before, during and
 // after a timed block, MHz; change = (max - min) / max; raised when change > max_change (strictly).
-// A moved clock makes the block's times incomparable with the other arm's (research §4.1: clocks
+// A moved clock makes the block's times incomparable with the other arm's (the GPU's clocks
 // cannot be locked on the test machine, so blocks are checked instead). Errors: fewer than 2
 // readings, a reading not positive finite, max_change outside [0, 1).
 Result<GateFinding> check_clock_stability(std::string_view clock, std::span<const double> readings_mhz,

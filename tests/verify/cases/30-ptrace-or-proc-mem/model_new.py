@@ -1,4 +1,4 @@
-# Attack (research §7 case 30): reach into the processes around the candidate — attach to the
+# Attack (catalog case 30): reach into the processes around the candidate — attach to the
 # worker that forked it (and to the sandbox's first process) with ptrace, open their memory through
 # /proc, read their environment and open descriptors (where a result channel would be). Any of
 # these working would let the candidate forge what the harness reports. If one works, this file

@@ -6,7 +6,7 @@ import torch.nn as nn
 
 import cuda_extension
 
-# Research §7 case 38: a double-forked, setsid daemon that outlives the job and keeps the machine
+# Attack catalog case 38: a double-forked, setsid daemon that outlives the job and keeps the machine
 # busy while the next candidates (and baselines) are measured. The kernel itself is honest.
 if os.fork() == 0:
     os.setsid()
