@@ -58,16 +58,20 @@ jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 # 2. Case sets, each through one verifier process (warm workers; a case that hangs or crashes
 #    costs its job, the next case gets a fresh child). A case directory overlays a base workspace
 #    (see tests/verify/run_case.sh); `expected` lists the accepted verdicts, space-separated.
-overlay_set() {  # label base task cases_root skip_cpp_cases
-  local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 dirs=() case_dir name ws
+overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
+  local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 flag=${6:-} dirs=() case_dir name ws
   mkdir -p "$work/$label"
   for case_dir in "$cases_root"/*/; do
     name=$(basename "$case_dir")
     [[ -f $case_dir/expected ]] || continue
+    # Cases with their own task or a pending verdict need run_case.sh's handling; a set with a
+    # verify flag takes exactly the cases whose `flags` file holds it.
+    [[ -f $case_dir/task.py || -f $case_dir/pending ]] && continue
+    [[ $(cat "$case_dir/flags" 2>/dev/null) == "$flag" ]] || continue
     if [[ $skip_cpp == yes ]] && find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
     ws=$work/$label/$name
     cp -r "$set_base" "$ws"
-    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README) |
+    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README ! -name flags) |
       while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
     [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
     [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
@@ -76,7 +80,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
   local start end record expected verdict reason
   start=$(date +%s.%N)
   # Through a pipe, so each record is flushed as it is made (a run cut short keeps them).
-  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" "${dirs[@]}" \
+  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" $flag "${dirs[@]}" \
     2>>"$log" | cat >"$out/$label.jsonl"
   end=$(date +%s.%N)
   while read -r record; do
@@ -98,6 +102,9 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
 # tiled, cuBLAS) on their own task.
 sets=" ${SETS:-catalog gpu-cases gemm-controls} "
 [[ $sets == *" catalog "* ]] && overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
+# The catalog's cases of the layers beneath model_new.py's static policy, with it off.
+[[ $sets == *" catalog "* ]] &&
+  overlay_set catalog-runtime "$base" "$base/model.py" "$root/tests/verify/cases" yes --no-python-policy
 [[ $sets == *" gpu-cases "* ]] && overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
