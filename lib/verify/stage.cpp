@@ -178,6 +178,8 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+  app.add_flag("--no-python-policy", options.no_python_policy, "Skip the static check of "
+               "model_new.py, to test the layers beneath it (never for rewards)");
   app.add_flag("--prefetch-reference", s.prefetch_reference, "After each candidate, make the next "
                "reference of its task (fresh seed) while the next candidate is written: for an "
                "agent's loop over one task");
@@ -193,6 +195,7 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
     return run_check(options, session);
   }
   options.settings.build.jobs = options.common.jobs;
+  options.settings.python_policy = !options.no_python_policy;
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
   if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;

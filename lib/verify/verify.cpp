@@ -18,6 +18,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
+#include "cudaagent/candidate/python_policy.h"
 #include "cudaagent/candidate/source_policy.h"
 #include "cudaagent/candidate/tensor_file.h"
 #include "cudaagent/candidate/workspace.h"
@@ -82,7 +83,7 @@ std::vector<std::string> harness_env(const std::string& home) {
 }
 
 // Bump when the judgement rules change, so stored verdicts of older rules are not reused.
-constexpr int kVerifyRules = 1;
+constexpr int kVerifyRules = 2;
 
 }  // namespace
 
@@ -113,7 +114,7 @@ Verifier::Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<Veri
     : settings_(std::move(settings)), torch_(std::move(torch)), workers_(std::move(workers)) {
   std::string harness;
   const std::string dir = share_dir() + "/harness/";
-  for (const char* name : {"reference.py", "candidate.py", "tensor_file.py", "worker.py"}) {
+  for (const char* name : {"reference.py", "candidate.py", "tensor_file.py", "worker.py", "model_policy.py"}) {
     std::string bytes;
     (void)read_whole_file(dir + name, bytes);
     harness += sha256_hex(bytes);
@@ -132,7 +133,7 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   key.field("device", settings_.device).field("gpu", torch_.gpu_name);
   key.field("torch", torch_.torch_version).field("arch", settings_.build.cuda_arch);
   key.field("atol", settings_.compare.atol).field("rtol", settings_.compare.rtol);
-  key.field("checks", settings_.checks).end_object();
+  key.field("checks", settings_.checks).field("python_policy", settings_.python_policy).end_object();
   return sha256_hex(material);
 }
 Verifier::Verifier(Verifier&&) noexcept = default;
@@ -249,7 +250,8 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     for (const auto& [phase, seconds] : evidence.timings) out.field(phase, seconds);
     out.field("total", since(started)).end_object();
     out.key("settings").begin_object().field("atol", settings_.compare.atol);
-    out.field("rtol", settings_.compare.rtol).field("checks", settings_.checks).end_object();
+    out.field("rtol", settings_.compare.rtol).field("checks", settings_.checks);
+    out.field("python_policy", settings_.python_policy).end_object();
     out.key("versions").begin_object().field("cudaagent", build_version());
     out.field("commit", build_commit()).field("torch", torch_.torch_version);
     out.field("python", torch_.python_version);
@@ -300,8 +302,26 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
                                  "kernels may compute"});
   }
   evidence.timings.emplace_back("snapshot", since(phase));
-  if (!snapshot.value().files.count("model_new.py")) {
+  std::optional<Verdict> python_verdict;
+  std::string python_reason;
+  if (const auto model_new = snapshot.value().files.find("model_new.py");
+      model_new == snapshot.value().files.end()) {
     evidence.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});
+  } else if (settings_.python_policy) {
+    // The static policy of model_new.py (python_policy.h): what could switch the runtime audit
+    // off is refused before any of it runs.
+    phase = SteadyClock::now();
+    auto report = check_python_policy(torch_.python, share + "/harness/model_policy.py", model_new->second);
+    if (!report) return finish(Verdict::kInfraError, "python policy: " + report.status().message());
+    PythonPolicyDecision decision = decide_python_policy(report.value());
+    evidence.findings.insert(evidence.findings.end(), decision.findings.begin(), decision.findings.end());
+    python_verdict = decision.verdict;
+    python_reason = std::move(decision.reason);
+    evidence.timings.emplace_back("python_policy", since(phase));
+  }
+  if (python_verdict == Verdict::kFlagHack) return finish(Verdict::kFlagHack, python_reason);
+  if (python_verdict == Verdict::kFailCompile && evidence.findings.empty()) {
+    return finish(Verdict::kFailCompile, python_reason);
   }
   if (!evidence.findings.empty()) {
     const auto& first = evidence.findings.front();

@@ -2,12 +2,14 @@
 # GPU checks for cudaagent-verify on an H200 (or any CUDA machine), writing a Markdown table and
 # logs to OUT. Usage: tests/gpu/run_h200.sh BIN_DIR OUT [ANCHOR_WORKSPACE]
 #   1. the example CUDA workspace: cold build, one-kernel edit, fully cached re-verify (times);
-#   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base;
+#   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base
+#      (those with `flags` --no-python-policy in a set of their own), the GPU cases, the GEMM
+#      controls, and issue 10's softmax tolerance cases (float32 and bfloat16);
 #   3. CUDA Agent's own example workspace, unchanged, through our verifier (must PASS), and its
 #      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
 # Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
-#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls"), CASE_TIMEOUT (20 s).
+#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls softmax-tolerance"), CASE_TIMEOUT (20 s).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,7 +102,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
 # The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
 # crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,
 # tiled, cuBLAS) on their own task.
-sets=" ${SETS:-catalog gpu-cases gemm-controls} "
+sets=" ${SETS:-catalog gpu-cases gemm-controls softmax-tolerance} "
 [[ $sets == *" catalog "* ]] && overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
 # The catalog's cases of the layers beneath model_new.py's static policy, with it off.
 [[ $sets == *" catalog "* ]] &&
@@ -109,6 +111,13 @@ sets=" ${SETS:-catalog gpu-cases gemm-controls} "
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
 [[ $sets == *" gemm-controls "* ]] && overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
+# Issue 10, class 3: a softmax over 8192 columns (outputs near 1e-4), wrong and honest, in float32
+# and bfloat16.
+for softmax in softmax-8192 softmax-8192-bf16; do
+  mkdir -p "$work/$softmax-base" && cp "$root/tests/gpu/tasks/$softmax/model.py" "$work/$softmax-base/"
+  [[ $sets == *" softmax-tolerance "* ]] &&
+    overlay_set "$softmax" "$work/$softmax-base" "$root/tests/gpu/tasks/$softmax/model.py" "$root/tests/gpu/tasks/$softmax" no
+done
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

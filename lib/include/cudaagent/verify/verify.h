@@ -31,6 +31,9 @@ struct VerifySettings {
   double reference_timeout_seconds = 600;
   double candidate_timeout_seconds = 300;
   std::string policy_path;        // allowed ATen ops; empty: share/harness/policy.json
+  // The static check of model_new.py (python_policy.h). Off only to test the layers beneath it
+  // (the attack catalog does); never for rewards.
+  bool python_policy = true;
   std::string scratch_dir = "/tmp";  // job directories are created (0700) and removed here
   bool keep_job_dirs = false;     // for debugging the harness
   // After each candidate, start the next reference of its task (fresh private seed) while the

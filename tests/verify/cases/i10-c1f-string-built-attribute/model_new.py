@@ -1,0 +1,16 @@
+# Issue 10, class 1: the same switch, spelled at run time so no source scan sees "_C".
+import torch
+import torch.nn as nn
+
+import cuda_extension  # noqa: F401  (built, then ignored)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        core = getattr(torch, "_" + "C")
+        with getattr(core, "_Disable" + "TorchDispatch")():
+            return torch.relu(x + self.bias) * 2.0

@@ -1,0 +1,18 @@
+# Issue 10, class 1: getattr fetched from the builtins module rather than named.
+import torch
+import torch.nn as nn
+
+import cuda_extension  # noqa: F401  (built, then ignored)
+import builtins
+
+fetch = builtins.__dict__["get" + "attr"]
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        with fetch(fetch(torch, "_C"), "_DisableTorchDispatch")():
+            return torch.relu(x + self.bias) * 2.0
