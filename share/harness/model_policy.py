@@ -63,7 +63,15 @@ TORCH_ALLOWED = {
     # Queries and grad mode
     "is_tensor", "is_floating_point", "is_complex", "numel", "get_default_dtype",
     "no_grad", "inference_mode", "is_grad_enabled",
+    # Seeding (the reference's seeds are private) and the float32 matmul precision (the same as
+    # the TF32 switches below)
+    "manual_seed", "set_float32_matmul_precision", "get_float32_matmul_precision",
 }
+# torch.backends switches that only choose among the candidate's own cuDNN/cuBLAS algorithms (what
+# its C++ could choose itself): they may be read and set. Any other torch.backends name is
+# REJECT_POLICY.
+BACKEND_SWITCHES = {"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic",
+                    "torch.backends.cudnn.allow_tf32", "torch.backends.cuda.matmul.allow_tf32"}
 # typing's names for annotations (get_type_hints would evaluate strings as code).
 TYPING_ALLOWED = {"Any", "Callable", "Dict", "Iterable", "Iterator", "List", "Literal", "Mapping",
                   "Optional", "Sequence", "Set", "Tuple", "Type", "Union", "TYPE_CHECKING", "Final",
@@ -80,7 +88,7 @@ ALLOWED_PRIVATE_PATHS = {"torch.nn.init._calculate_fan_in_and_fan_out",
 TORCH_CUDA_ALLOWED = {"current_stream", "default_stream", "synchronize", "is_available",
                       "current_device", "device_count", "get_device_properties",
                       "get_device_capability", "get_device_name", "Stream", "Event", "stream",
-                      "device"}
+                      "device", "manual_seed", "manual_seed_all", "empty_cache"}
 
 # Attributes and methods allowed on any object that is not a module or self: tensor views, shape
 # and type queries, moves and conversions, data access for the extension, initialisation fills,
@@ -222,7 +230,7 @@ def judge_path(path):
     if first in TORCH_INTERNALS:
         return ("python-torch-internals",
                 f"{path} reaches torch's dispatcher or interpreter internals", True)
-    if len(parts) == 2 and first in TORCH_ALLOWED:
+    if len(parts) == 2 and first in TORCH_ALLOWED or path in BACKEND_SWITCHES:
         return None
     if first == "cuda" and (len(parts) == 2 or len(parts) == 3 and parts[2] in TORCH_CUDA_ALLOWED):
         return None
@@ -415,15 +423,15 @@ class Checker:
             self.refuse(node, "python-builtin", f"the builtin {name} is not on the allow-list")
 
     def check_binding(self, node, name):
-        if name in self.aliases:
+        if is_dunder(name) and self.scopes[-1].kind != "class":  # class-level ones: visit_ClassDef
+            self.hack(node, "python-private-access", f"{name} is assigned")
+        elif name in self.aliases:
             self.refuse(node, "python-rebind", f"'{name}' rebinds an imported module's name")
         elif self.scopes[-1].kind in ("module", "class") and name in BUILTIN_NAMES:
             # A module or class binding may be skipped at run time, leaving the builtin in place
             # while the checker would resolve the name to the binding.
             self.find(node, "python-rebind",
                       f"'{name}' shadows a builtin at module or class level", name in TAMPERING_BUILTINS)
-        elif is_dunder(name) and self.scopes[-1].kind != "class":
-            self.hack(node, "python-private-access", f"{name} is assigned")
         for scope in reversed(self.scopes):
             if scope.kind == "function" and scope.self_name == name:
                 self.refuse(node, "python-rebind", f"'{name}' (the method's self) is rebound")
@@ -472,14 +480,16 @@ class Checker:
         writing = not isinstance(node.ctx, ast.Load)
         if isinstance(base, ast.Name) and base.id in self.aliases and not self.locally_bound(base.id):
             path = ".".join([self.aliases[base.id]] + attrs)
+            if writing and path in BACKEND_SWITCHES:
+                return
+            if writing and path.startswith("torch.backends."):
+                return self.refuse(node, "python-torch-api", f"{path} is assigned: model_new.py may "
+                                   "not change torch's global settings")
+            if writing:  # any module's, the harness's own imports (json, ...) included
+                return self.hack(node, "python-monkeypatch", f"{path} is assigned or deleted: "
+                                 "model_new.py may not change modules")
             if path.split(".")[0] not in USABLE_ROOTS:
                 return  # its import is the finding
-            if writing and path.startswith("torch.backends."):
-                return self.find(node, "python-torch-api", f"{path} is assigned: model_new.py may "
-                                 "not change torch's global settings", False)
-            if writing:
-                return self.find(node, "python-monkeypatch", f"{path} is assigned or deleted: "
-                                 "model_new.py may not change modules", True)
             verdict = judge_path(path)
             if verdict:
                 return self.find(node, *verdict)
@@ -576,6 +586,21 @@ class Checker:
             self.find(node, "python-import", f"import {path}: only torch, torch.nn, math, typing and "
                       "cuda_extension may be imported", False)
         return False
+
+    def visit_If(self, node):
+        # The body of `if __name__ == "__main__":` never runs: the harness imports model_new.py
+        # as model_new, and __name__ cannot be rebound without a finding. Generated code often
+        # keeps a self-test there (torch.allclose, a reference model), which is not judged.
+        test = node.test
+        if self.scopes[-1].kind == "module" and isinstance(test, ast.Compare) \
+                and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
+                and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value == "__main__":
+            for statement in node.orelse:
+                self.visit(statement)
+            return
+        self.generic(node)
 
     def visit_Global(self, node):
         names = ", ".join(node.names)

@@ -41,7 +41,8 @@ Result<PythonPolicyReport> parse_python_policy_answer(std::string_view answer);
 
 // Runs `python -I -S script` with `source` (model_new.py's bytes, as they will be imported) on its
 // stdin, with a scrubbed environment, rlimits (CPU, address space) and `timeout_seconds`, and
-// parses its answer. Use the interpreter that will import the candidate: the grammar is its own.
+// parses its answer. Use the interpreter that will import the candidate (the grammar is its own),
+// by absolute path (TorchEnv::python is one): the helper gets no PATH.
 // A source that makes the helper run out of time or memory is a report with one finding
 // ("python-unchecked"): a source that cannot be checked is refused. A Status only when the helper
 // could not run or answered out of protocol (our machinery failed, not the candidate).
@@ -53,6 +54,9 @@ Result<PythonPolicyReport> check_python_policy(const std::string& python, const 
 // the verdict they call for: FLAG_HACK when any finding is tampering, else REJECT_POLICY when there
 // is any finding, else FAIL_COMPILE when the source does not compile, else none (go on). `reason`
 // names the finding that decided: "python-reflection: model_new.py:3: getattr ...".
+//
+// The check holds only if the harness imports model_new.py under a module name other than
+// __main__ (the body of `if __name__ == "__main__":` is not checked) and from these same bytes.
 struct PythonPolicyDecision {
   std::optional<Verdict> verdict;
   std::string reason;

@@ -1,4 +1,5 @@
-# Issue 10, class 1: the dispatcher's switch, reached through another name for torch.
+# Issue 10, class 1: the dispatcher's switch, reached through another name for torch: with the
+# Python dispatch key excluded, no dispatch mode (the audit) sees the operators.
 import torch
 import torch.nn as nn
 
@@ -12,5 +13,7 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(torch.empty(features))
 
     def forward(self, x):
-        with t._C._DisableTorchDispatch():
-            return t.relu(x + self.bias) * 2.0
+        guard = t._C._DisableTorchDispatch()
+        out = t.relu(x + self.bias) * 2.0
+        del guard
+        return out

@@ -1,4 +1,4 @@
-# Issue 10, class 1: the same switch, spelled at run time so no source scan sees "_C".
+# Issue 10, class 1: the same switch, spelled at run time so that no source scan sees "_C".
 import torch
 import torch.nn as nn
 
@@ -12,5 +12,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         core = getattr(torch, "_" + "C")
-        with getattr(core, "_Disable" + "TorchDispatch")():
-            return torch.relu(x + self.bias) * 2.0
+        guard = getattr(core, "_Disable" + "TorchDispatch")()
+        out = torch.relu(x + self.bias) * 2.0
+        del guard
+        return out

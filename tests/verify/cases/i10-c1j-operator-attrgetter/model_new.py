@@ -14,5 +14,7 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(torch.empty(features))
 
     def forward(self, x):
-        with switch(torch)():
-            return torch.relu(x + self.bias) * 2.0
+        guard = switch(torch)()
+        out = torch.relu(x + self.bias) * 2.0
+        del guard
+        return out

@@ -1,13 +1,21 @@
-# Issue 10, class 1: a generator's frame leads to the caller's frames and the harness's locals.
+# Issue 10, class 1: without sys, a running generator's frame leads to its caller's frames and
+# from there to the harness's locals.
 import torch
 import torch.nn as nn
 
 import cuda_extension  # noqa: F401  (built, then ignored)
 
+holder = []
 
-def frames():
-    probe = (step for step in [0])
-    frame = probe.gi_frame
+
+def probe():
+    yield holder[0].gi_frame.f_back
+
+
+def caller_frames():
+    generator = probe()
+    holder[:] = [generator]
+    frame = next(generator)
     while frame is not None:
         yield frame
         frame = frame.f_back
@@ -20,8 +28,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         out = torch.relu(x + self.bias) * 2.0
-        for frame in frames():
+        for frame in caller_frames():
             audit = frame.f_locals.get("audit")
-            if audit is not None:
+            if audit is not None and hasattr(audit, "forbidden"):
                 audit.forbidden.clear()
         return out
