@@ -290,6 +290,136 @@ Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std
   return read_report(std::move(result), out_dir);
 }
 
+namespace {
+
+// The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
+// (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
+// out/ can be waiting under it. Both go when the job ends, unless --keep-job-dirs.
+struct JobDirs {
+  std::string out_root, task_dir;
+  std::unique_ptr<RemovedTree> remove_out, remove_task;
+};
+
+Result<JobDirs> make_job_dirs(const FilterSettings& settings, const FilterWorker& worker,
+                              const std::string& model_py) {
+  JobDirs job;
+  job.out_root = worker.out + "/job-XXXXXX";
+  if (::mkdtemp(job.out_root.data()) == nullptr) {
+    return Status::error("cannot create a job directory in " + cudaagent::quoted(worker.out) +
+                         ": " + std::strerror(errno));
+  }
+  job.task_dir = worker.in + job.out_root.substr(job.out_root.rfind('/'));
+  job.remove_out = std::make_unique<RemovedTree>(job.out_root, settings.keep_job_dirs);
+  job.remove_task = std::make_unique<RemovedTree>(job.task_dir, settings.keep_job_dirs);
+  const std::string model = job.task_dir + "/model.py";
+  if ((settings.run_as && ::chmod(job.out_root.c_str(), 0711) != 0) ||
+      ::mkdir(job.task_dir.c_str(), settings.run_as ? 0755 : 0700) != 0 ||
+      !write_file_atomically(model, model_py) || ::chmod(model.c_str(), 0644) != 0) {
+    return Status::error("cannot write the task into " + cudaagent::quoted(job.task_dir));
+  }
+  return job;
+}
+
+// The check job's output files, read on the trusted side: eager's two runs and the re-seeded run
+// (determinism and sensitivity to the inputs), then torch.compile's output against eager's.
+void judge_check_files(const std::string& check_dir, const HarnessReport& report,
+                       const CompareOptions& tolerance, bool judge_compile,
+                       std::vector<FilterReason>& reasons, std::string& determinism,
+                       std::string& compile_text) {
+  TensorTree a1, a2, b;
+  std::string unreadable;
+  for (auto [name, tree] : {std::pair{"out_a1", &a1}, {"out_a2", &a2}, {"out_b", &b}}) {
+    auto read = read_tensor_file(check_dir + "/" + name + ".bin");
+    if (!read) {
+      unreadable = read.status().message();
+      break;
+    }
+    *tree = std::move(read).value();
+  }
+  if (!unreadable.empty()) {
+    reasons.push_back({"output", "an output file is unusable: " + unreadable});
+  } else {
+    OutputJudgement outputs = judge_outputs(a1, a2, b, report.inputs_equal, tolerance);
+    determinism = outputs.determinism;
+    reasons.insert(reasons.end(), outputs.reasons.begin(), outputs.reasons.end());
+    if (judge_compile) {
+      if (!report.has_compile) {
+        compile_text = "skipped: torch " + report.torch + " has no torch.compile";
+      } else if (!report.compile) {
+        compile_text = "failed: the harness reported no compile result";
+        reasons.push_back({"compile", "the harness reported no compile result"});
+      } else if (!report.compile->ok) {
+        compile_text = "failed: " + report.compile->error;
+        reasons.push_back({"compile", report.compile->error});
+      } else if (auto compiled = read_tensor_file(check_dir + "/out_compile.bin"); !compiled) {
+        compile_text = "failed: " + compiled.status().message();
+        reasons.push_back({"compile", compiled.status().message()});
+      } else if (std::string differs = compare_compiled(a1, compiled.value(), tolerance);
+                 !differs.empty()) {
+        compile_text = "failed: " + differs;
+        reasons.push_back({"compile", differs});
+      } else {
+        compile_text = "ok";
+      }
+    }
+  }
+}
+
+// The timing job's samples: eager's statistics, and whether they fall in the window.
+std::optional<EagerStats> judge_timing(const FilterSettings& settings, const HarnessReport& report,
+                                       std::vector<FilterReason>& reasons) {
+  auto computed = eager_stats(report.samples_ms);
+  if (!computed) {
+    reasons.push_back({"eager_time", "the timing job reported no samples"});
+    return std::nullopt;
+  }
+  if (auto outside = judge_window(computed.value(), settings.window_low_ms, settings.window_high_ms)) {
+    reasons.push_back(*outside);
+  }
+  return computed.value();
+}
+
+struct FilterSeconds {
+  double worker_start, check, time, slot, slot_wait, total;
+};
+
+// The record's "filter" value.
+std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
+                        const std::vector<FilterReason>& reasons,
+                        const std::optional<EagerStats>& stats, const std::string& compile_text,
+                        const std::string& determinism, const FilterSeconds& seconds) {
+  std::string json;
+  JsonWriter out(json);
+  out.begin_object().field("kept", reasons.empty()).key("reasons").raw(reasons_json(reasons));
+  out.key("eager_ms");
+  if (stats) {
+    out.begin_object().field("median", stats->median_ms).field("min", stats->min_ms);
+    out.field("mean", stats->mean_ms).field("max", stats->max_ms).field("runs", stats->runs);
+    out.end_object();
+  } else {
+    out.null();
+  }
+  out.field("compile", compile_text).key("determinism");
+  if (determinism.empty()) {
+    out.null();
+  } else {
+    out.value(determinism);
+  }
+  out.key("window_ms").begin_array().value(settings.window_low_ms).value(settings.window_high_ms);
+  out.end_array().field("device", settings.device);
+  if (settings.device == "cuda") out.field("gpu", torch.gpu_name);
+  out.field("torch", torch.torch_version).field("python", torch.python_version);
+  out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
+  out.field("sandbox", settings.sandbox_summary);
+  out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
+  out.field("check", seconds.check).field("time", seconds.time).field("slot", seconds.slot);
+  out.field("slot_wait", seconds.slot_wait);
+  out.field("total", seconds.total).end_object().end_object();
+  return json;
+}
+
+}  // namespace
+
 FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   const auto started = SteadyClock::now();
   FilterOutcome outcome;
@@ -307,23 +437,10 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     ~Release() { state.release_worker(worker); }
   } release{*this, &worker};
 
-  // The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
-  // (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
-  // out/ can be waiting under it.
-  std::string out_root = worker.out + "/job-XXXXXX";
-  if (::mkdtemp(out_root.data()) == nullptr) {
-    return infra("cannot create a job directory in " + cudaagent::quoted(worker.out) + ": " +
-                 std::strerror(errno));
-  }
-  const std::string task_dir = worker.in + out_root.substr(out_root.rfind('/'));
-  RemovedTree remove_out(out_root, settings.keep_job_dirs);
-  RemovedTree remove_task(task_dir, settings.keep_job_dirs);
-  if ((settings.run_as && ::chmod(out_root.c_str(), 0711) != 0) ||
-      ::mkdir(task_dir.c_str(), settings.run_as ? 0755 : 0700) != 0 ||
-      !write_file_atomically(task_dir + "/model.py", model_py) ||
-      ::chmod((task_dir + "/model.py").c_str(), 0644) != 0) {
-    return infra("cannot write the task into " + cudaagent::quoted(task_dir));
-  }
+  auto job = make_job_dirs(settings, worker, model_py);
+  if (!job) return infra(job.status().message());
+  const std::string& out_root = job.value().out_root;
+  const std::string& task_dir = job.value().task_dir;
   double worker_start_seconds = 0;
   if (auto warm = worker.worker->warm_up(); !warm) {
     return infra(warm.status().message());
@@ -368,44 +485,9 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     reasons = judged.reasons;
   }
   if (judged.end == RunJudgement::End::kCompleted || failed_in_compile) {
-    TensorTree a1, a2, b;
-    std::string unreadable;
-    for (auto [name, tree] : {std::pair{"out_a1", &a1}, {"out_a2", &a2}, {"out_b", &b}}) {
-      auto read = read_tensor_file(check_dir + "/" + name + ".bin");
-      if (!read) {
-        unreadable = read.status().message();
-        break;
-      }
-      *tree = std::move(read).value();
-    }
-    if (!unreadable.empty()) {
-      reasons.push_back({"output", "an output file is unusable: " + unreadable});
-    } else {
-      const HarnessReport& report = *check.value().report;
-      OutputJudgement outputs = judge_outputs(a1, a2, b, report.inputs_equal, settings.tolerance);
-      determinism = outputs.determinism;
-      reasons.insert(reasons.end(), outputs.reasons.begin(), outputs.reasons.end());
-      if (settings.compile && !no_compile && !failed_in_compile) {
-        if (!report.has_compile) {
-          compile_text = "skipped: torch " + report.torch + " has no torch.compile";
-        } else if (!report.compile) {
-          compile_text = "failed: the harness reported no compile result";
-          reasons.push_back({"compile", "the harness reported no compile result"});
-        } else if (!report.compile->ok) {
-          compile_text = "failed: " + report.compile->error;
-          reasons.push_back({"compile", report.compile->error});
-        } else if (auto compiled = read_tensor_file(check_dir + "/out_compile.bin"); !compiled) {
-          compile_text = "failed: " + compiled.status().message();
-          reasons.push_back({"compile", compiled.status().message()});
-        } else if (std::string differs = compare_compiled(a1, compiled.value(), settings.tolerance);
-                   !differs.empty()) {
-          compile_text = "failed: " + differs;
-          reasons.push_back({"compile", differs});
-        } else {
-          compile_text = "ok";
-        }
-      }
-    }
+    const bool judge_compile = settings.compile && !no_compile && !failed_in_compile;
+    judge_check_files(check_dir, *check.value().report, settings.tolerance, judge_compile,
+                      reasons, determinism, compile_text);
   }
 
   // 2. The timing job, for a task that passed everything else, alone on its device.
@@ -421,45 +503,14 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     if (timing_run.end == RunJudgement::End::kInfra) return infra(timing_run.infra_reason);
     reasons.insert(reasons.end(), timing_run.reasons.begin(), timing_run.reasons.end());
     if (timing_run.end == RunJudgement::End::kCompleted) {
-      auto computed = eager_stats(timed.value().report->samples_ms);
-      if (!computed) {
-        reasons.push_back({"eager_time", "the timing job reported no samples"});
-      } else {
-        stats = computed.value();
-        if (auto outside = judge_window(*stats, settings.window_low_ms, settings.window_high_ms)) {
-          reasons.push_back(*outside);
-        }
-      }
+      stats = judge_timing(settings, *timed.value().report, reasons);
     }
   }
 
   outcome.kept = reasons.empty();
-  JsonWriter out(outcome.json);
-  out.begin_object().field("kept", outcome.kept).key("reasons").raw(reasons_json(reasons));
-  out.key("eager_ms");
-  if (stats) {
-    out.begin_object().field("median", stats->median_ms).field("min", stats->min_ms);
-    out.field("mean", stats->mean_ms).field("max", stats->max_ms).field("runs", stats->runs);
-    out.end_object();
-  } else {
-    out.null();
-  }
-  out.field("compile", compile_text).key("determinism");
-  if (determinism.empty()) {
-    out.null();
-  } else {
-    out.value(determinism);
-  }
-  out.key("window_ms").begin_array().value(settings.window_low_ms).value(settings.window_high_ms);
-  out.end_array().field("device", settings.device);
-  if (settings.device == "cuda") out.field("gpu", torch.gpu_name);
-  out.field("torch", torch.torch_version).field("python", torch.python_version);
-  out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
-  out.field("sandbox", settings.sandbox_summary);
-  out.key("seconds").begin_object().field("worker_start", worker_start_seconds);
-  out.field("check", check_seconds).field("time", time_seconds).field("slot", slot_seconds);
-  out.field("slot_wait", slot_wait_seconds);
-  out.field("total", since(started)).end_object().end_object();
+  const FilterSeconds seconds{worker_start_seconds, check_seconds, time_seconds, slot_seconds,
+                              slot_wait_seconds, since(started)};
+  outcome.json = filter_json(settings, torch, reasons, stats, compile_text, determinism, seconds);
   return outcome;
 }
 

@@ -182,6 +182,8 @@ std::string shape_text(const Shape& shape) {
   return out + "]";
 }
 
+// One case per shape rule kind, kept in one switch so that the rules read as one table (and the
+// compiler says when a kind has no case).
 Result<Shape> apply_shape_rule(const ShapeRule& rule, const Shape& in, std::span<const double> slots) {
   std::vector<std::int64_t> a(rule.args.size());
   for (std::size_t i = 0; i < rule.args.size(); ++i) {
