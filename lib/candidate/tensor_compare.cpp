@@ -159,19 +159,19 @@ double floating_at(const TensorTree& t, std::uint64_t i) {
   }
 }
 
-ElementStats compare_elements(const TensorTree& e, const TensorTree& a, const CompareOptions& o) {
+ElementStats compare_elements(const TensorTree& e, const TensorTree& a, const ElementTolerance& t) {
   const std::byte* pe = e.data.get();
   const std::byte* pa = a.data.get();
   const std::uint64_t n = e.numel();
   switch (e.dtype) {
     case DType::kFloat32:
-      return compare_floats<Float32>(pe, pa, n, o.atol, o.rtol);
+      return compare_floats<Float32>(pe, pa, n, t.absolute, t.relative);
     case DType::kFloat64:
-      return compare_floats<Float64>(pe, pa, n, o.atol, o.rtol);
+      return compare_floats<Float64>(pe, pa, n, t.absolute, t.relative);
     case DType::kFloat16:
-      return compare_floats<Float16>(pe, pa, n, o.atol, o.rtol);
+      return compare_floats<Float16>(pe, pa, n, t.absolute, t.relative);
     case DType::kBFloat16:
-      return compare_floats<BFloat16>(pe, pa, n, o.atol, o.rtol);
+      return compare_floats<BFloat16>(pe, pa, n, t.absolute, t.relative);
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kBool:
@@ -184,6 +184,38 @@ ElementStats compare_elements(const TensorTree& e, const TensorTree& a, const Co
       return compare_exact<std::uint64_t>(pe, pa, n);
   }
   return {};
+}
+
+// The mean of |v| over the finite elements (0 when there are none): the scale S of the rule in
+// tensor_compare.h. Summed in double, which holds the sum of a billion float32 magnitudes far more
+// precisely than a tolerance needs.
+template <class Decoder>
+double mean_magnitude(const std::byte* p, std::uint64_t n) {
+  const Decoder decode;
+  double sum = 0.0;
+  std::uint64_t finite = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double v = decode.at(p, i);
+    if (std::isfinite(v)) {
+      sum += std::fabs(v);
+      ++finite;
+    }
+  }
+  return finite == 0 ? 0.0 : sum / static_cast<double>(finite);
+}
+
+// The spacing of floating-point numbers at 1 (machine epsilon) of the half-precision dtypes, whose
+// rounding the tolerance must absorb; 0 for float32 and float64, where it never matters and a zero
+// tolerance must stay exact.
+double rounding_floor_epsilon(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16:
+      return 0x1p-7;
+    case DType::kFloat16:
+      return 0x1p-10;
+    default:
+      return 0.0;
+  }
 }
 
 // Whether every element equals the first (NaN equal to NaN, -0 to +0). Stops at the first
@@ -363,7 +395,7 @@ class Comparator {
                      e.bool_value ? "true" : "false", path);
         return;
       case ValueKind::kFloat:
-        scalar_float(e.float_value, a.float_value, path);
+        scalar_float(e, a.float_value, path);
         return;
       case ValueKind::kNone:
       case ValueKind::kOther:
@@ -449,26 +481,31 @@ class Comparator {
                                                    std::to_string(n) +
                                                    " elements) where the expected values vary");
     }
-    const ElementStats s = compare_elements(e, a, options_);
+    const ElementTolerance tolerance = element_tolerance(e, options_);
+    const ElementStats s = compare_elements(e, a, tolerance);
     absorb(s, path, e.shape);
     if (s.mismatched != 0) {
       const bool floating = dtype_is_floating(e.dtype);
       std::string reason = path + ": " + std::to_string(s.mismatched) + " of " + std::to_string(n) +
                            " elements differ; first" + index_text(e.shape, s.first_bad) + ": got " +
                            element_text(a, s.first_bad) + ", expected " + element_text(e, s.first_bad);
-      if (floating) reason += tolerance_note(floating_at(e, s.first_bad), floating_at(a, s.first_bad));
+      if (floating) {
+        reason += tolerance_note(floating_at(e, s.first_bad), floating_at(a, s.first_bad), tolerance);
+      }
       fail_values(CompareFailure::kValues, reason);
     }
   }
 
-  void scalar_float(double e, double a, const std::string& path) {
+  void scalar_float(const TensorTree& expected, double a, const std::string& path) {
+    const double e = expected.float_value;
+    const ElementTolerance tolerance = element_tolerance(expected, options_);
     ElementStats s;
-    compare_pair(e, a, 0, options_.atol, options_.rtol, s);
+    compare_pair(e, a, 0, tolerance.absolute, tolerance.relative, s);
     result_.compared_elements += 1;
     absorb(s, path, {});
     if (s.mismatched != 0) {
-      fail_values(CompareFailure::kValues,
-                  path + ": got " + number_text(a) + ", expected " + number_text(e) + tolerance_note(e, a));
+      fail_values(CompareFailure::kValues, path + ": got " + number_text(a) + ", expected " +
+                                               number_text(e) + tolerance_note(e, a, tolerance));
     }
   }
 
@@ -481,10 +518,10 @@ class Comparator {
     if (!equal) fail_values(CompareFailure::kValues, path + ": got " + got + ", expected " + expected);
   }
 
-  std::string tolerance_note(double e, double a) const {
+  static std::string tolerance_note(double e, double a, const ElementTolerance& tolerance) {
     if (!std::isfinite(e) || !std::isfinite(a)) return " (NaN and infinities must match exactly)";
     return " (|diff| " + number_text(std::fabs(a - e)) + " > tolerance " +
-           number_text(options_.atol + options_.rtol * std::fabs(e)) + ")";
+           number_text(tolerance.absolute + tolerance.relative * std::fabs(e)) + ")";
   }
 
   void absorb(const ElementStats& s, const std::string& path, const std::vector<std::int64_t>& shape) {
@@ -534,6 +571,39 @@ bool bytes_equal(const TensorTree& a, const TensorTree& b) {
 }
 
 }  // namespace
+
+ElementTolerance element_tolerance(const TensorTree& expected, const CompareOptions& options) {
+  if (!options.scale_atol) return {options.atol, options.rtol};
+  double scale = 0.0;
+  DType dtype = DType::kFloat64;
+  if (expected.kind == ValueKind::kFloat) {
+    scale = std::isfinite(expected.float_value) ? std::fabs(expected.float_value) : 0.0;
+  } else if (expected.kind == ValueKind::kTensor && dtype_is_floating(expected.dtype) &&
+             tensor_is_sound(expected)) {
+    dtype = expected.dtype;
+    const std::byte* p = expected.data.get();
+    const std::uint64_t n = expected.numel();
+    switch (dtype) {
+      case DType::kFloat32:
+        scale = mean_magnitude<Float32>(p, n);
+        break;
+      case DType::kFloat64:
+        scale = mean_magnitude<Float64>(p, n);
+        break;
+      case DType::kFloat16:
+        scale = mean_magnitude<Float16>(p, n);
+        break;
+      default:
+        scale = mean_magnitude<BFloat16>(p, n);
+        break;
+    }
+  } else {
+    return {options.atol, options.rtol};  // integers and bools compare exactly anyway
+  }
+  const double epsilon = rounding_floor_epsilon(dtype);
+  return {std::max(options.atol * std::min(1.0, scale), 2 * epsilon * scale),
+          std::max(options.rtol, epsilon)};
+}
 
 double float16_to_double(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/terminal_text.h"
 #include "cudaagent/profile/timing_report.h"
 
 namespace cudaagent {
@@ -143,12 +144,15 @@ std::string line_for_time(std::string_view name, simdjson::dom::element entry) {
 
 }  // namespace
 
+// Every string taken from the record goes through printable_text: reasons quote candidate
+// output and diagnostics, and kernel names are the candidate's own.
 std::string brief_text(simdjson::dom::element profile) {
   std::string out;
   std::string_view verdict = "?", reason;
   read_optional(profile["verdict"], verdict);
   read_optional(profile["reason"], reason);
-  out += "verdict: " + std::string(verdict) + (reason.empty() ? "" : " (" + std::string(reason) + ")") + "\n";
+  out += "verdict: " + printable_text(verdict, 64) +
+         (reason.empty() ? "" : " (" + printable_text(reason) + ")") + "\n";
   simdjson::dom::element times;
   if (!profile["times_ms"].get(times)) {
     for (const char* arm : {"candidate", "eager", "compile"}) {
@@ -157,7 +161,7 @@ std::string brief_text(simdjson::dom::element profile) {
         if (std::string_view(arm) == "compile") {
           std::string_view status = "not measured";
           read_optional(profile["compile"]["status"], status);
-          out += "compile    " + std::string(status) + "\n";
+          out += "compile    " + printable_text(status, 200) + "\n";
         }
         continue;
       }
@@ -180,7 +184,7 @@ std::string brief_text(simdjson::dom::element profile) {
       char text[200];
       std::snprintf(text, sizeof text, "speedup over %-7s %.3gx  (95%% CI %.3gx - %.3gx)%s%s\n", base,
                     median, low, high, comparison.empty() ? "" : ": ",
-                    std::string(comparison).c_str());
+                    printable_text(comparison, 100).c_str());
       out += text;
       if (high < 1.0) {
         hints.push_back(std::string("slower than ") + (std::string_view(base) == "eager" ? "PyTorch eager" : "torch.compile") +
@@ -196,8 +200,8 @@ std::string brief_text(simdjson::dom::element profile) {
       std::string_view name, why;
       if (flag["raised"].get(is_raised) || !is_raised || flag["name"].get(name)) continue;
       read_optional(flag["reason"], why);
-      raised += (raised.empty() ? "" : "; ") + std::string(name);
-      hints.push_back(std::string(name) + ": " + std::string(why));
+      raised += (raised.empty() ? "" : "; ") + printable_text(name, 100);
+      hints.push_back(printable_text(name, 100) + ": " + printable_text(why, 1000));
     }
   }
   out += "flags: " + (raised.empty() ? std::string("none") : raised) + "\n";
@@ -220,11 +224,11 @@ std::string brief_text(simdjson::dom::element profile) {
       read_optional(row["share"], share);
       read_optional(row["total_ms"], total_ms);
       read_optional(row["calls"], calls);
-      if (name.size() > 100) name = name.substr(0, 100);
+      const std::string shown_name = printable_text(name, 100);
       char text[320];
-      std::snprintf(text, sizeof text, "  %5.1f%%  %9.3f ms  %6lld calls  %-12s %.*s\n", 100 * share, total_ms,
-                    static_cast<long long>(calls), std::string(launcher_class).c_str(), static_cast<int>(name.size()),
-                    name.data());
+      std::snprintf(text, sizeof text, "  %5.1f%%  %9.3f ms  %6lld calls  %-12s %s\n", 100 * share, total_ms,
+                    static_cast<long long>(calls), printable_text(launcher_class, 40).c_str(),
+                    shown_name.c_str());
       out += text;
     }
   }

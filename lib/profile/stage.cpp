@@ -10,6 +10,7 @@
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/paths.h"
+#include "cudaagent/base/terminal_text.h"
 #include "cudaagent/candidate/candidate_record.h"
 #include "cudaagent/candidate/workspace_input.h"
 #include "cudaagent/profile/report.h"
@@ -77,7 +78,7 @@ Result<StageEnd> run_workspaces(ProfileOptions& options, Profiler& profiler, Ses
     } else if (options.brief) {
       simdjson::dom::parser parser;
       simdjson::dom::element value;
-      line = request.id + "\n";
+      line = printable_text(request.id, 1024) + "\n";  // the workspace's name: anyone's bytes
       if (!parser.parse(outcome.value().json).get(value)) line += brief_text(value);
     } else {
       session.log.info(cudaagent::quoted(dir) + ": " + std::string(verdict_name(outcome.value().verdict)) +

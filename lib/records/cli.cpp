@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "cudaagent/base/exit_codes.h"
+#include "cudaagent/base/terminal_text.h"
 #include "cudaagent/base/version.h"
 
 namespace cudaagent {
@@ -120,8 +121,9 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
       std::fputs(version_text(program, all_versions(common)).c_str(), stdout);
       return kExitOk;
     }
-    std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), error.what(),
-                 program.c_str());
+    // The error quotes the arguments, which may carry anyone's bytes.
+    std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(),
+                 printable_text(error.what()).c_str(), program.c_str());
     return kExitUsage;
   }
   if (show_version) {

@@ -7,7 +7,13 @@
 namespace cudaagent {
 
 VerifyDecision decide_verify(const VerifyFacts& facts) {
+  // Tampering is the strongest finding of either static policy; FAIL_COMPILE the weakest (a
+  // candidate whose model_new.py does not even parse, and nothing else was found).
+  for (const auto* found : {&facts.policy, &facts.python_policy}) {
+    if (*found && (*found)->verdict == Verdict::kFlagHack) return {(*found)->verdict, (*found)->reason};
+  }
   if (facts.policy) return {facts.policy->verdict, facts.policy->reason};
+  if (facts.python_policy) return {facts.python_policy->verdict, facts.python_policy->reason};
   if (facts.built && !facts.build_ok) {
     return {facts.build_resource ? Verdict::kFailResource : Verdict::kFailCompile, facts.build_reason};
   }

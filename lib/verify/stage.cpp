@@ -191,6 +191,8 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "auto (nobody when run as root in the sandbox: the process limit does not bind "
                  "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
+  app.add_flag("--no-python-policy", options.no_python_policy, "Skip the static check of "
+               "model_new.py, to test the layers beneath it (never for rewards)");
   app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
                "for diagnostics (a fraction of a second; nothing is built or run)");
 }
@@ -203,6 +205,7 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
     return run_check(options, session);
   }
   options.settings.build.jobs = options.common.jobs;
+  options.settings.python_policy = !options.no_python_policy;
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
   if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;

@@ -1,5 +1,5 @@
 // Verification of one candidate: gathers the facts in the order they can be known (the snapshot
-// and its static policy; the build, while the task's session opens; the runner's start; the checked
+// and its static policy; model_new.py's static policy; the build, while the task's session opens; the runner's start; the checked
 // calls; the runner's end), hands them to decide_verify(), and writes the record's "verify" value.
 #include "cudaagent/verify/verify.h"
 
@@ -15,6 +15,7 @@
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
 #include "cudaagent/candidate/object_policy.h"
+#include "cudaagent/candidate/python_policy.h"
 #include "cudaagent/candidate/source_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/records/record.h"
@@ -104,7 +105,10 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   key.field("device", settings_.device).field("gpu", torch_.gpu_name);
   key.field("torch", torch_.torch_version).field("arch", settings_.build.cuda_arch);
   key.field("atol", settings_.atol).field("rtol", settings_.rtol);
-  key.field("checks", settings_.checks).end_object();
+  key.field("checks", settings_.checks);
+  // Its rules are a script of their own, outside the evaluation session's harness hash.
+  key.field("python_policy", settings_.python_policy ? python_policy_hash_ : std::string("off"));
+  key.end_object();
   return sha256_hex(material);
 }
 
@@ -134,9 +138,16 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
   evaluation.stop = settings.stop;
+  std::string python_policy_script;
+  if (settings.python_policy &&
+      !read_whole_file(share_dir() + "/harness/model_policy.py", python_policy_script)) {
+    return Status::error("cannot read the harness script '" + share_dir() + "/harness/model_policy.py'");
+  }
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
-  return Verifier(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
+  Verifier verifier(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
+  verifier.python_policy_hash_ = sha256_hex(python_policy_script);
+  return verifier;
 }
 
 Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
@@ -197,7 +208,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     for (const auto& [phase, seconds] : evidence.timings) out.field(phase, seconds);
     out.field("total", since(started)).end_object();
     out.key("settings").begin_object().field("atol", settings_.atol).field("rtol", settings_.rtol);
-    out.field("checks", settings_.checks).end_object();
+    out.field("checks", settings_.checks).field("python_policy", settings_.python_policy).end_object();
     out.key("versions").begin_object().field("cudaagent", build_version());
     out.field("commit", build_commit()).field("torch", torch_.torch_version);
     out.field("python", torch_.python_version);
@@ -248,15 +259,30 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
                                  found.call + " computes with torch; only the candidate's own "
                                  "kernels may compute"});
   }
-  if (!snapshot.value().files.count("model_new.py")) {
+  const auto model_new = snapshot.value().files.find("model_new.py");
+  if (model_new == snapshot.value().files.end()) {
     evidence.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});
   }
   evidence.timings.emplace_back("snapshot", since(phase));
   if (!evidence.findings.empty()) {
     const auto& first = evidence.findings.front();
     facts.policy = PolicyVerdict{Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail};
-    return finish();
   }
+  // model_new.py's static policy (python_policy.h): what could switch the runtime audit off is
+  // refused before any of it runs. It runs after a finding above too, so tampering is still flagged.
+  if (model_new != snapshot.value().files.end() && settings_.python_policy) {
+    phase = SteadyClock::now();
+    auto report = check_python_policy(torch_.python, share + "/harness/model_policy.py", model_new->second);
+    evidence.timings.emplace_back("python_policy", since(phase));
+    if (!report) {
+      facts.infra = "python policy: " + report.status().message();
+    } else {
+      PythonPolicyDecision decision = decide_python_policy(report.value());
+      evidence.findings.insert(evidence.findings.end(), decision.findings.begin(), decision.findings.end());
+      if (decision.verdict) facts.python_policy = PolicyVerdict{*decision.verdict, std::move(decision.reason)};
+    }
+  }
+  if (facts.policy || facts.python_policy || facts.infra) return finish();
 
   // 2. The workspace where the candidate's runner will see it; the task's session opens while it
   // builds (its owner starts and loads the pristine model, or is already open for this task).

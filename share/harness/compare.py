@@ -45,15 +45,18 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path)
     e_nan, a_nan = torch.isnan(e), torch.isnan(a)
     e_inf, a_inf = torch.isinf(e), torch.isinf(a)
     special = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (torch.sign(e) != torch.sign(a)))
-    finite = torch.isfinite(e) & torch.isfinite(a)
+    e_finite = torch.isfinite(e)
+    finite = e_finite & torch.isfinite(a)
     zero = torch.zeros((), dtype=torch.float64, device=e.device)
     diff = torch.where(finite, (a - e).abs(), zero)
     magnitude = torch.where(finite, e.abs(), zero)
-    # The mean |e| over the finite elements decides the absolute tolerance; everything below is
-    # computed on the device and read back in one transfer (each read is a synchronisation).
+    # The mean |e| over the reference's finite elements decides the absolute tolerance, whatever
+    # the candidate wrote (a non-finite element where e is finite fails on its own), as in
+    # lib/candidate/tensor_compare.cpp. Everything below is computed on the device and read back
+    # in one transfer (each read is a synchronisation).
     eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(expected.dtype, 0.0)
-    finite_count = finite.sum().to(torch.float64)
-    mean = magnitude.sum() / finite_count.clamp_min(1)
+    finite_count = e_finite.sum().to(torch.float64)
+    mean = torch.where(e_finite, e.abs(), zero).sum() / finite_count.clamp_min(1)
     scale = torch.clamp(mean, max=1.0)
     absolute = torch.maximum(atol * scale, 2 * eps * mean)
     relative = max(rtol, eps)

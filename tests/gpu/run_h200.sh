@@ -2,12 +2,14 @@
 # GPU checks for cudaagent-verify on an H200 (or any CUDA machine), writing a Markdown table and
 # logs to OUT. Usage: tests/gpu/run_h200.sh BIN_DIR OUT [ANCHOR_WORKSPACE]
 #   1. the example CUDA workspace: cold build, one-kernel edit, fully cached re-verify (times);
-#   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base;
+#   2. the verify catalog cases that are device-independent (no kernels/*.cpp), on the CUDA base
+#      (those with `flags` --no-python-policy in a set of their own), the GPU cases, the GEMM
+#      controls, and issue 10's softmax tolerance cases (float32 and bfloat16);
 #   3. CUDA Agent's own example workspace, unchanged, through our verifier (must PASS), and its
 #      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
 # Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
-#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls"), CASE_TIMEOUT (20 s).
+#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls softmax-tolerance"), CASE_TIMEOUT (20 s).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,18 +60,20 @@ jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 # 2. Case sets, each through one verifier process (warm workers; a case that hangs or crashes
 #    costs its job, the next case gets a fresh child). A case directory overlays a base workspace
 #    (see tests/verify/run_case.sh); `expected` lists the accepted verdicts, space-separated.
-overlay_set() {  # label base task cases_root skip_cpp_cases
-  local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 dirs=() case_dir name ws
+overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
+  local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 flag=${6:-} dirs=() case_dir name ws
   mkdir -p "$work/$label"
   for case_dir in "$cases_root"/*/; do
     name=$(basename "$case_dir")
     [[ -f $case_dir/expected ]] || continue
-    # A case with its own verify flags (a lowered compiler limit) runs on the CPU catalog only.
-    [[ -f $case_dir/flags ]] && continue
+    # Cases with their own task or a pending verdict need run_case.sh's handling; a set with a
+    # verify flag takes exactly the cases whose `flags` file holds it.
+    [[ -f $case_dir/task.py || -f $case_dir/pending ]] && continue
+    [[ $(cat "$case_dir/flags" 2>/dev/null) == "$flag" ]] || continue
     if [[ $skip_cpp == yes ]] && find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
     ws=$work/$label/$name
     cp -r "$set_base" "$ws"
-    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README) |
+    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README ! -name flags) |
       while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
     [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
     [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
@@ -78,7 +82,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
   local start end record expected verdict reason
   start=$(date +%s.%N)
   # Through a pipe, so each record is flushed as it is made (a run cut short keeps them).
-  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" "${dirs[@]}" \
+  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" $flag "${dirs[@]}" \
     2>>"$log" | cat >"$out/$label.jsonl"
   end=$(date +%s.%N)
   while read -r record; do
@@ -98,8 +102,11 @@ overlay_set() {  # label base task cases_root skip_cpp_cases
 # The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
 # crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,
 # tiled, cuBLAS) on their own task.
-sets=" ${SETS:-catalog gpu-cases gemm-controls conv-controls} "
+sets=" ${SETS:-catalog gpu-cases gemm-controls conv-controls softmax-tolerance} "
 [[ $sets == *" catalog "* ]] && overlay_set catalog "$base" "$base/model.py" "$root/tests/verify/cases" yes
+# The catalog's cases of the layers beneath model_new.py's static policy, with it off.
+[[ $sets == *" catalog "* ]] &&
+  overlay_set catalog-runtime "$base" "$base/model.py" "$root/tests/verify/cases" yes --no-python-policy
 [[ $sets == *" gpu-cases "* ]] && overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
@@ -108,6 +115,13 @@ mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
 conv=$root/tests/gpu/tasks/conv2d-bias
 mkdir -p "$work/conv-base" && cp "$conv/model.py" "$work/conv-base/"
 [[ $sets == *" conv-controls "* ]] && overlay_set conv-controls "$work/conv-base" "$conv/model.py" "$conv" no
+# Issue 10, class 3: a softmax over 8192 columns (outputs near 1e-4), wrong and honest, in float32
+# and bfloat16.
+for softmax in softmax-8192 softmax-8192-bf16; do
+  mkdir -p "$work/$softmax-base" && cp "$root/tests/gpu/tasks/$softmax/model.py" "$work/$softmax-base/"
+  [[ $sets == *" softmax-tolerance "* ]] &&
+    overlay_set "$softmax" "$work/$softmax-base" "$root/tests/gpu/tasks/$softmax/model.py" "$root/tests/gpu/tasks/$softmax" no
+done
 
 # 3. CUDA Agent's example workspace, unchanged, and its own scripts as the anchor.
 if [[ -n $anchor && -d $anchor ]]; then

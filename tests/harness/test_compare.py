@@ -80,6 +80,33 @@ class CompareTest(unittest.TestCase):
         other = (x.to(torch.bfloat16) * 1.5).to(torch.bfloat16)
         self.assertTrue(check(reference, other)["match"])
 
+    def test_the_rule_at_its_limits_as_the_cpp_comparator_applies_it(self):
+        # The cases of tests/unit/candidate/tensor_tolerance.cpp, "element_tolerance": A and R.
+        # float32 of mean magnitude 1e-4: A = 1e-6, R = 0.01, so each element within 2e-6.
+        reference = torch.tensor([1e-4, -1e-4, 1e-4, -1e-4], dtype=torch.float32)
+        self.assertTrue(check(reference, reference + 1.8e-6)["match"])
+        self.assertFalse(check(reference, reference + 2.2e-6)["match"])
+        # bfloat16 at S = 4: A = 2 * 2^-7 * 4 = 0.0625, R = 0.01: within 0.1025 of 4.
+        reference = torch.tensor([4.0, -4.0], dtype=torch.bfloat16)
+        self.assertTrue(check(reference, torch.tensor([4.09375, -4.0], dtype=torch.bfloat16))["match"])
+        self.assertFalse(check(reference, torch.tensor([4.125, -4.0], dtype=torch.bfloat16))["match"])
+        # R = max(rtol, 2^-7) for bfloat16: with rtol 0 and atol 0, 4 + 2^-5 (one spacing, within
+        # 2 * 2^-7 * 4 = 2^-4) passes.
+        self.assertTrue(check(reference, torch.tensor([4.03125, -4.0], dtype=torch.bfloat16),
+                              atol=0.0, rtol=0.0)["match"])
+        # Magnitude above 1: atol itself (0.01 + 0.01 * |e|); the reference's infinities do not
+        # count towards S.
+        reference = torch.tensor([10.0, -30.0, float("inf")])
+        self.assertTrue(check(reference, reference + torch.tensor([0.105, -0.305, 0.0]))["match"])
+        self.assertFalse(check(reference, reference + torch.tensor([0.115, 0.0, 0.0]))["match"])
+
+    def test_the_scale_is_the_references_whatever_the_candidate_wrote(self):
+        # S over the reference's finite elements (2e-4 here), also where the candidate wrote NaN.
+        reference = torch.tensor([1e-4, 3e-4], dtype=torch.float64)
+        result = check(reference, torch.tensor([float("nan"), 3.1e-4], dtype=torch.float64))
+        self.assertFalse(result["match"])
+        self.assertIn("outside 2e-06 ", result["reason"])
+
 
 if __name__ == "__main__":
     unittest.main()

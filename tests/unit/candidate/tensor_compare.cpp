@@ -187,13 +187,18 @@ TEST_CASE("dict keys are compared as a set") {
 }
 
 TEST_CASE("degenerate outputs fail when the reference varies") {
-  // Within 1e-2 of the reference everywhere, yet all zeros: a trivial kernel for a ~0 output.
+  // All zeros for a reference that varies near 0: a trivial kernel. The degenerate finding is the
+  // reason; the scaled tolerance finds the values wrong as well.
   const TensorTree small = f32({0.001f, -0.002f, 0.003f, 0.0f});
   CompareResult result = compare(small, f32({0, 0, -0.0f, 0}));
   CHECK(result.failure == CompareFailure::kDegenerate);
   CHECK(result.reason == "output: degenerate output: all zeros (4 elements) where the expected values vary");
+  CHECK(result.mismatched_elements == 3);
+  // Under torch.allclose's rule the zeros are within 1e-2 everywhere: only this check sees them.
+  result = compare(small, f32({0, 0, -0.0f, 0}), {1e-2, 1e-2, true, false});
+  CHECK(result.failure == CompareFailure::kDegenerate);
   CHECK(result.mismatched_elements == 0);
-  CHECK(compare(small, f32({0, 0, 0, 0}), {1e-2, 1e-2, false}).match);
+  CHECK(compare(small, f32({0, 0, 0, 0}), {1e-2, 1e-2, false, false}).match);
 
   result = compare(f32({1, 2, 3}), f32({3, 3, 3}));
   CHECK(result.failure == CompareFailure::kDegenerate);
@@ -272,13 +277,14 @@ TEST_CASE("half-precision tensors compare by decoded value") {
   CHECK(result.reason ==
         "output: 1 of 4 elements differ; first at (2): got 65504, expected inf "
         "(NaN and infinities must match exactly)");
-  // bf16: 1.0 vs 1.0078125 (next bf16 up) is inside 0.02; 1.0 vs 1.0234375 is not.
+  // bf16 {1, 2}: S = 1.5, A = max(0.01, 2 * 2^-7 * 1.5) = 0.0234375, R = 0.01. 1.0 vs 1.0234375
+  // (three bf16 steps up) is inside 0.0334375; 1.0 vs 1.0390625 (five) is not.
   const TensorTree one = tensor_of<std::uint16_t>(DType::kBFloat16, {2}, {0x3F80, 0x4000});
-  CHECK(compare(one, tensor_of<std::uint16_t>(DType::kBFloat16, {2}, {0x3F81, 0x4000})).match);
-  result = compare(one, tensor_of<std::uint16_t>(DType::kBFloat16, {2}, {0x3F83, 0x4000}));
+  CHECK(compare(one, tensor_of<std::uint16_t>(DType::kBFloat16, {2}, {0x3F83, 0x4000})).match);
+  result = compare(one, tensor_of<std::uint16_t>(DType::kBFloat16, {2}, {0x3F85, 0x4000}));
   CHECK(result.reason ==
-        "output: 1 of 2 elements differ; first at (0): got 1.0234375, expected 1 "
-        "(|diff| 0.0234375 > tolerance 0.02)");
+        "output: 1 of 2 elements differ; first at (0): got 1.0390625, expected 1 "
+        "(|diff| 0.0390625 > tolerance 0.0334375)");
 }
 
 TEST_CASE("integer and bool tensors compare exactly") {

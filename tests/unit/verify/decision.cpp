@@ -42,6 +42,43 @@ TEST_CASE("static policy findings win over everything that ran") {
   CHECK(decide_verify(facts).verdict == Verdict::kFlagHack);
 }
 
+TEST_CASE("model_new.py's static policy: tampering first, then the snapshot's findings, then its own") {
+  VerifyFacts facts = passing();
+  facts.python_policy = PolicyVerdict{Verdict::kRejectPolicy, "python-import: model_new.py:2: os"};
+  VerifyDecision decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kRejectPolicy);
+  CHECK(decision.reason == "python-import: model_new.py:2: os");
+  // The snapshot's finding is reported before model_new.py's.
+  facts.policy = PolicyVerdict{Verdict::kRejectPolicy, "forbidden-file: kernels/x.so"};
+  CHECK(decide_verify(facts).reason == "forbidden-file: kernels/x.so");
+  // Tampering outranks any other static finding.
+  facts.python_policy = PolicyVerdict{Verdict::kFlagHack, "python-frames: model_new.py:9: f_back"};
+  decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kFlagHack);
+  CHECK(decision.reason == "python-frames: model_new.py:9: f_back");
+  // Among two tamperings, the snapshot's is reported.
+  facts.policy->verdict = Verdict::kFlagHack;
+  CHECK(decide_verify(facts).reason == "forbidden-file: kernels/x.so");
+}
+
+TEST_CASE("a model_new.py that does not compile is FAIL_COMPILE unless a static finding decides") {
+  VerifyFacts facts = passing();
+  facts.built = facts.build_ok = false;  // the build never ran
+  facts.start.reset();
+  facts.batch.reset();
+  facts.end.reset();
+  facts.python_policy = PolicyVerdict{Verdict::kFailCompile, "model_new.py does not compile: SyntaxError"};
+  VerifyDecision decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kFailCompile);
+  CHECK(decision.reason == "model_new.py does not compile: SyntaxError");
+  facts.policy = PolicyVerdict{Verdict::kRejectPolicy, "forbidden-file: kernels/x.so"};
+  CHECK(decide_verify(facts).verdict == Verdict::kRejectPolicy);
+  // Its outcome decides before a failure of the machinery that came later.
+  facts.policy.reset();
+  facts.infra = "the task could not be loaded";
+  CHECK(decide_verify(facts).verdict == Verdict::kFailCompile);
+}
+
 TEST_CASE("a failed build is FAIL_COMPILE, or FAIL_RESOURCE when a limit stopped it") {
   VerifyFacts facts = passing();
   facts.build_ok = false;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -18,8 +19,11 @@ class Clock {
   virtual double now_seconds() const;
 };
 
-// Messages for people on stderr: "cudaagent-reward: cannot open 'x': reason". Not thread-safe
-// across loggers sharing one FILE, but each call writes one whole line with one fwrite.
+// Messages for people on stderr: "cudaagent-reward: cannot open 'x': reason". Each message is
+// written through printable_text (terminal_text.h): control characters, invalid UTF-8 and
+// invisible characters become visible escapes, so a message is always one line, whatever
+// candidate bytes it quotes. Not thread-safe across loggers sharing one FILE, but each call
+// writes one whole line with one fwrite.
 class Logger {
  public:
   Logger(std::string program, std::FILE* sink, bool quiet = false)
@@ -53,7 +57,9 @@ struct Session {
   const std::atomic<int>& stop_signal;
 };
 
-// Quotes a subject for messages: 'runs.db'.
+// Quotes a subject for messages: 'runs.db'. The subject goes through printable_text
+// (terminal_text.h), capped at kQuotedBytes, so a name made of escape sequences prints as text.
+inline constexpr std::size_t kQuotedBytes = 1024;
 std::string quoted(std::string_view subject);
 
 }  // namespace cudaagent

@@ -1,7 +1,9 @@
 // The trusted comparator: decides whether a candidate's outputs match the reference's, from the
 // raw bytes of two TensorTrees (never from Python objects the candidate could have hooked).
-// Structure is checked exactly before any value; values use torch.allclose's rule, except that
-// NaN/+Inf/-Inf must sit at the same positions and a constant output for a varying reference fails.
+// Structure is checked exactly before any value. Values use torch.allclose's form with the absolute
+// term scaled by the reference tensor's own magnitude (so an output of values near 1e-4 is not
+// swallowed by atol = 0.01), NaN/+Inf/-Inf must sit at the same positions, and a constant output for
+// a varying reference fails.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +13,32 @@
 
 namespace cudaagent {
 
+// The value rule, per floating tensor (a float scalar is a tensor of one element). With S the mean
+// of |e| over the expected tensor's finite elements and eps the spacing of a half-precision dtype
+// at 1 (2^-7 bfloat16, 2^-10 float16; 0 for float32 and float64), an element passes when
+//   |a - e| <= A + R * |e|,  A = max(atol * min(1, S), 2 * eps * S),  R = max(rtol, eps).
+// So atol is an absolute tolerance for outputs of magnitude 1 and above and a tolerance relative to
+// the output's scale below it: an honest reordering errs in proportion to the magnitudes it sums,
+// which S measures, also for elements that cancel to near zero. For float32 and float64 outputs the
+// rule is never looser than torch.allclose with the same atol and rtol. The eps floors are what
+// rounding to a half-precision dtype costs at the output's scale (an unfused bfloat16 reference
+// rounds after every op): for float16 above S = 5 and bfloat16 above S = 0.64 they exceed atol.
+// scale_atol = false gives torch.allclose's rule (A = atol, R = rtol), for ablations.
 struct CompareOptions {
   double atol = 1e-2;
   double rtol = 1e-2;
   // Fail an actual tensor that is one constant value (all zeros, all NaN, ...) where the expected
   // tensor is not constant, even when every element is within tolerance.
   bool reject_degenerate = true;
+  bool scale_atol = true;
 };
+
+// The tolerance of one expected tensor (or float scalar): A and R of the rule above.
+struct ElementTolerance {
+  double absolute = 0.0;
+  double relative = 0.0;
+};
+ElementTolerance element_tolerance(const TensorTree& expected, const CompareOptions& options);
 
 // Why a comparison failed, so a caller can tell a suspicious output from a merely wrong one.
 enum class CompareFailure : std::uint8_t {
@@ -40,7 +61,7 @@ struct CompareResult {
   // or the structure differed.
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;
-  // The element with the largest |a - e| - (atol + rtol * |e|): the one nearest to, or furthest
+  // The element with the largest |a - e| - (A + R * |e|): the one nearest to, or furthest
   // past, its tolerance. A NaN/Inf mismatch or an integer/bool difference counts as infinitely
   // far; ties keep the first. Empty when no element was compared.
   std::string worst_path;

@@ -50,7 +50,7 @@ struct FilterSettings {
 
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
 // are not reused.
-inline constexpr std::string_view kFilterRulesVersion = "filter-3";
+inline constexpr std::string_view kFilterRulesVersion = "filter-4";  // 4: scaled tolerance
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):

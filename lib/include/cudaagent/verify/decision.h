@@ -2,13 +2,15 @@
 // rule and its order of precedence is unit-tested on its own. verify.cpp gathers the facts.
 //
 // Order of precedence, first match wins:
-//   static policy findings (the snapshot, the sources)                   REJECT_POLICY
+//   tampering found by a static policy (the snapshot's first)            FLAG_HACK
+//   static policy findings (the snapshot's, then model_new.py's)         REJECT_POLICY
+//   model_new.py does not compile (its static policy parsed it)          FAIL_COMPILE
 //   the build failed                                                     FAIL_COMPILE (or RESOURCE)
 //   the built objects' findings (object_policy.h): a tampering rule      FLAG_HACK
 //     (dynamic lookup, raw system calls, dispatch-key state, running
 //     Python code, writable code), any other rule                        REJECT_POLICY
 //   the task itself could not be loaded or the machinery failed          INFRA_ERROR
-//   the runner never got ready (import or construction failed, hung)    FAIL_RUNTIME / TIMEOUT / RESOURCE
+//   the runner never got ready (import or construction failed, hung)     FAIL_RUNTIME / TIMEOUT / RESOURCE
 //   a call ended the session (timeout, crash, exception)                 FAIL_TIMEOUT / RESOURCE / RUNTIME
 //   the runner left processes behind                                     FLAG_HACK
 //   the runner flooded its output                                        FAIL_RESOURCE
@@ -30,12 +32,15 @@
 namespace cudaagent {
 
 struct PolicyVerdict {
-  Verdict verdict = Verdict::kRejectPolicy;  // REJECT_POLICY or FLAG_HACK
+  Verdict verdict = Verdict::kRejectPolicy;  // REJECT_POLICY or FLAG_HACK (or FAIL_COMPILE: below)
   std::string reason;
 };
 
 struct VerifyFacts {
   std::optional<PolicyVerdict> policy;  // the first static finding, if any
+  // model_new.py's static policy (candidate/python_policy.h), when it ran and called for a verdict:
+  // FLAG_HACK, REJECT_POLICY or FAIL_COMPILE (decide_python_policy), with its decisive finding.
+  std::optional<PolicyVerdict> python_policy;
   bool built = false;
   bool build_ok = false;
   bool build_resource = false;          // the build hit a resource limit

@@ -1,9 +1,10 @@
 // The verifier: one candidate in, one verdict out (cudaagent(7), SANDBOX and VERDICTS). The
-// trusted side (this code) snapshots the candidate, applies the static policy, builds it, and
-// makes its checks through the task's evaluation session (evaluation/evaluator.h): each check is a
-// call on fresh inputs from a private seed, judged by the session's owner against the pristine
-// reference. Nothing the candidate's process says can raise a verdict: its account can only lower
-// one. The judgement itself is decision.h, a pure function of the facts gathered here.
+// trusted side (this code) snapshots the candidate, applies the static policies (the snapshot's and
+// model_new.py's, python_policy.h), builds it, and makes its checks through the task's evaluation
+// session (evaluation/evaluator.h): each check is a call on fresh inputs from a private seed,
+// judged by the session's owner against the pristine reference. Nothing the candidate's process
+// says can raise a verdict: its account can only lower one. The judgement itself is decision.h, a
+// pure function of the facts gathered here.
 #pragma once
 
 #include <map>
@@ -32,6 +33,9 @@ struct VerifySettings {
   double load_timeout_seconds = 600;  // the task's session, a runner's start
   double call_timeout_seconds = 60;   // one call
   std::string policy_path;        // allowed ATen ops; empty: share/harness/policy.json
+  // The static check of model_new.py (python_policy.h). Off only to test the layers beneath it
+  // (the attack catalog does); never for rewards.
+  bool python_policy = true;
   std::string scratch_dir = "/tmp";  // the session's private root is created (0700) and removed here
   bool keep_job_dirs = false;     // for debugging the harness
   // Wraps a process in the OS sandbox. Not set: processes run unsandboxed (the tool refuses that
@@ -81,8 +85,8 @@ class Verifier {
   void use_store(ResultStore* store) { store_ = store; }
 
   // The content key of a verification: the pristine task, the candidate's snapshot hash, and
-  // everything else the verdict depends on (rules, harness scripts, policy, device, GPU, torch,
-  // tolerances, checks, architecture).
+  // everything else the verdict depends on (rules, harness scripts, policy, model_new.py's
+  // static policy, device, GPU, torch, tolerances, checks, architecture).
   std::string job_key(const std::string& model_py, const std::string& snapshot_hash) const;
 
   const TorchEnv& torch() const { return torch_; }
@@ -96,6 +100,7 @@ class Verifier {
   std::unique_ptr<Evaluator> evaluator_;
   ResultStore* store_ = nullptr;
   std::uint64_t jobs_ = 0;
+  std::string python_policy_hash_;  // of share/harness/model_policy.py
 };
 
 }  // namespace cudaagent
