@@ -1,0 +1,97 @@
+// EpisodeEvaluator over today's trusted code: the extension build for compile, the Verifier for
+// verify, the Profiler for profile, and the milestone reward for the final score. The lead's
+// evaluation service replaces this class, not the episode.
+//
+// Key design choice: evaluation slots. Each slot owns one Verifier and one Profiler (with their
+// warm workers) and runs one evaluation at a time; episodes wait for a free slot, so GPU work is
+// queued per device (one slot per GPU a process sees — run one rollout process per GPU). Builds for
+// compile have slots of their own, since they need no device. Results are kept by task and
+// workspace content, so the final score reuses the agent's last verify and profile of an unchanged
+// workspace instead of measuring it again.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudaagent/profile.h"
+#include "cudaagent/reward.h"
+#include "cudaagent/rollout/evaluator.h"
+#include "cudaagent/status.h"
+#include "cudaagent/torch_env.h"
+#include "cudaagent/verify.h"
+
+namespace cudaagent::rollout {
+
+struct LocalEvaluatorSettings {
+  VerifySettings verify;    // device, python, cache, sandbox (installed by the caller)
+  ProfileSettings profile;  // the same device, python, cache and sandbox
+  RewardSettings reward;
+  int slots = 1;            // evaluations at once (one per GPU)
+  int build_slots = 2;      // compile requests at once
+  bool profile_final = true;  // the final score profiles a PASS (off: verify and reward only)
+};
+
+// A counting lock: at most N holders; acquire() blocks for a free index.
+class SlotPool {
+ public:
+  explicit SlotPool(int count) : free_(static_cast<std::size_t>(std::max(count, 1)), true) {}
+  int acquire();
+  void release(int index);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<bool> free_;
+};
+
+class LocalEvaluator final : public EpisodeEvaluator {
+ public:
+  // Finds torch for the device (a Status when there is none). Verifiers and profilers start
+  // lazily, at a slot's first evaluation.
+  static Result<std::unique_ptr<LocalEvaluator>> create(LocalEvaluatorSettings settings);
+  ~LocalEvaluator() override;
+
+  EvalReply compile(const EvalRequest& request) override;
+  EvalReply verify(const EvalRequest& request) override;
+  EvalReply profile(const EvalRequest& request) override;
+  FinalScore final_score(const EvalRequest& request) override;
+
+  const TorchEnv& torch() const { return torch_; }
+
+ private:
+  struct Slot;
+  struct Outcome {
+    std::string verdict, reason, json;
+  };
+  explicit LocalEvaluator(LocalEvaluatorSettings settings, TorchEnv torch);
+  // The cache key of a workspace's content for a task, or a Status when it cannot be read.
+  Result<std::string> content_key(const EvalRequest& request, std::string* files_json);
+  Outcome run_verify(const EvalRequest& request, const std::string& key);
+  Outcome run_profile(const EvalRequest& request, const std::string& key);
+  std::optional<Outcome> cached(std::map<std::string, Outcome>& cache, const std::string& key);
+  void remember(std::map<std::string, Outcome>& cache, std::deque<std::string>& order,
+                const std::string& key, const Outcome& outcome);
+
+  LocalEvaluatorSettings settings_;
+  TorchEnv torch_;
+  std::string binding_cpp_, binding_registry_h_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  SlotPool pool_;
+  SlotPool build_pool_;
+  std::mutex cache_mutex_;
+  std::map<std::string, Outcome> verified_, profiled_;
+  std::deque<std::string> verified_order_, profiled_order_;
+};
+
+// The text `python3 -m utils.verification` prints for a "verify" value: the verdict and reason,
+// then what explains a failure (compiler errors, policy findings, failed checks, the candidate's
+// stderr). Exposed for tests.
+std::string verify_report(const std::string& verify_json);
+
+}  // namespace cudaagent::rollout
