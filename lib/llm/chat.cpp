@@ -13,15 +13,18 @@
 namespace cudaagent::llm {
 namespace {
 
-std::string_view string_or_empty(simdjson::dom::element element) {
+using Field = simdjson::simdjson_result<simdjson::dom::element>;
+
+// A missing field, null, or another type all read as "".
+std::string_view string_or_empty(Field field) {
   std::string_view text;
-  return element.get(text) ? std::string_view() : text;
+  return field.get(text) ? std::string_view() : text;
 }
 
 // Reads an int array (token ids); false when it is not one.
-bool read_ids(simdjson::dom::element element, std::vector<std::int32_t>& out) {
+bool read_ids(Field field, std::vector<std::int32_t>& out) {
   simdjson::dom::array array;
-  if (element.get(array)) return false;
+  if (field.get(array)) return false;
   out.clear();
   out.reserve(array.size());
   for (simdjson::dom::element item : array) {

@@ -140,12 +140,14 @@ void EvalServer::answer(int client) {
     reply = {"this episode has used all " + std::to_string(max_calls_) +
                  " of its evaluations; the workspace will be scored as it stands when you finish\n",
              3, "budget"};
-  } else if (op == "compile") {
-    reply = evaluator_.compile(request_);
-  } else if (op == "verify") {
-    reply = evaluator_.verify(request_);
   } else {
-    reply = evaluator_.profile(request_);
+    try {  // the evaluator's failures are answers; an exception must not end the rollout
+      reply = op == "compile"  ? evaluator_.compile(request_)
+              : op == "verify" ? evaluator_.verify(request_)
+                               : evaluator_.profile(request_);
+    } catch (const std::exception& error) {
+      reply = {std::string("the evaluator failed: ") + error.what() + "\n", 2, "INFRA_ERROR"};
+    }
   }
   const long long ended = steady_ns();
   busy_ns_.fetch_add(ended - started);

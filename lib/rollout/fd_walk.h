@@ -74,7 +74,7 @@ inline std::string open_error(std::string_view what, int error) {
 // missing folders when `create`. -1 with errno set on failure; `failed_at` names the component.
 inline int open_folder(int dir, const std::vector<std::string>& parts, bool create,
                        std::string& failed_at) {
-  Fd current(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  Fd current(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // its own offset
   if (!current) return -1;
   std::string walked;
   for (const std::string& part : parts) {

@@ -347,7 +347,13 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
       if (e.sampling.seed) {
         settings.sampling.seed = (*e.sampling.seed + std::stoll(p.task.episode_id.substr(0, 12), nullptr, 16)) & 0x7fffffff;
       }
-      const EpisodeResult result = run_episode(p.task, settings, *policy, *evaluator.value(), session.stop_signal, session.log);
+      EpisodeResult result;
+      try {  // simdjson and the standard library may throw; one episode must not end the run
+        result = run_episode(p.task, settings, *policy, *evaluator.value(), session.stop_signal, session.log);
+      } catch (const std::exception& error) {
+        result = EpisodeResult{};
+        result.error = std::string("internal error: ") + error.what();
+      }
       std::lock_guard<std::mutex> lock(output_mutex);
       if (!result.finished && result.error.empty()) return;  // stopped: not written, done again on resume
       ++done;

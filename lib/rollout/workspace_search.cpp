@@ -28,7 +28,9 @@ struct Walk {
 // workspace), at most `max_entries` entries looked at, at most 32 folders deep.
 void walk_folder(int dir, const std::string& prefix, std::size_t max_entries, int depth, Walk& walk,
                  std::size_t& seen) {
-  Fd own(::fcntl(dir, F_DUPFD_CLOEXEC, 3));
+  // A new open of the folder, not a dup: a dup shares the read offset, and a second walk of the
+  // same descriptor would find it at the end.
+  Fd own(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!own || depth > 32) return;
   DIR* stream = ::fdopendir(own.release());
   if (stream == nullptr) return;
