@@ -182,7 +182,11 @@ void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
                "sandbox is below the minimum (never for rewards)");
   app.add_flag("--no-sandbox", o.sandbox.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
-  app.callback([&o] {
+  app.callback([&app, &o] {
+    // --version (added by run_tool) needs no policy.
+    if (const CLI::Option* version = app.get_option_no_throw("--version"); version != nullptr && version->count() > 0) {
+      return;
+    }
     const bool replay = o.policy.rfind("replay:", 0) == 0;
     if (!replay && o.policy != "server") {
       throw CLI::ValidationError("--policy", "is server or replay:FILE, not '" + o.policy + "'");

@@ -15,7 +15,7 @@ Usage: scripted_server.py SCRIPT PORT_FILE LOG_FILE [--fail N] [--text] [--no-id
   --text                 tool calls written in the content as <tool_call> blocks (no tool_calls field)
   --no-ids               never return token ids or log-probs
   --reject-token-fields  HTTP 400 for any request that asks for return_token_ids (as OpenAI does)
-  --drift                render earlier assistant turns without their text (prompt re-tokenisation)
+  --drift                render assistant turns before the last with other text (re-tokenisation)
   --delay S              wait S seconds before each answer
 """
 import json
@@ -77,7 +77,7 @@ def render_prompt(messages):
     last_assistant = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
     for i, m in enumerate(messages):
         if m["role"] == "assistant":
-            content = "" if DRIFT and i < last_assistant else m.get("content")
+            content = "(an earlier reply)" if DRIFT and i < last_assistant else m.get("content")
             body = render_reply(content, m.get("tool_calls") or [])
             text += "<|im_start|>assistant\n" + body + "\n"
         elif m["role"] == "tool":
@@ -150,7 +150,14 @@ class Handler(BaseHTTPRequestHandler):
         return self.reply(200, completion(body))
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that went away mid-answer (a stopped rollout) is not news
+
+
+server = Server(("127.0.0.1", 0), Handler)
 with open(PORT_FILE + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(PORT_FILE + ".tmp", PORT_FILE)
