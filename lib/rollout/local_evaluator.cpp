@@ -132,14 +132,48 @@ Result<std::unique_ptr<LocalEvaluator>> LocalEvaluator::create(LocalEvaluatorSet
 }
 
 LocalEvaluator::LocalEvaluator(LocalEvaluatorSettings settings, TorchEnv torch)
-    : settings_(std::move(settings)),
-      torch_(std::move(torch)),
-      pool_(settings_.slots),
-      build_pool_(settings_.build_slots) {
+    : settings_(std::move(settings)), torch_(std::move(torch)), build_pool_(settings_.build_slots) {
   for (int i = 0; i < std::max(settings_.slots, 1); ++i) slots_.push_back(std::make_unique<Slot>());
+  for (std::size_t i = 0; i < slots_.size(); ++i) threads_.emplace_back([this, i] { slot_thread(i); });
 }
 
-LocalEvaluator::~LocalEvaluator() = default;
+LocalEvaluator::~LocalEvaluator() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_ready_.notify_all();
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void LocalEvaluator::slot_thread(std::size_t index) {
+  Slot& slot = *slots_[index];
+  for (;;) {
+    std::packaged_task<void(Slot&)>* task = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(queue_mutex_);
+      queue_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, and nothing left to do
+      task = queue_.front();
+      queue_.pop_front();
+    }
+    (*task)(slot);
+  }
+  // The workers end here, in the thread that started them.
+  slot.profiler.reset();
+  slot.verifier.reset();
+}
+
+void LocalEvaluator::on_slot(std::function<void(Slot&)> work) {
+  std::packaged_task<void(Slot&)> task(std::move(work));
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    queue_.push_back(&task);
+  }
+  queue_ready_.notify_one();
+  done.get();
+}
 
 Result<std::string> LocalEvaluator::content_key(const EvalRequest& request, std::string* files_json) {
   const ProtectedFiles protected_files = standard_protected_files(request.model_py, binding_cpp_, binding_registry_h_);
@@ -183,12 +217,13 @@ void LocalEvaluator::remember(std::map<std::string, Outcome>& cache, std::deque<
 LocalEvaluator::Outcome LocalEvaluator::run_verify(const EvalRequest& request, const std::string& key) {
   if (auto hit = cached(verified_, key)) return *hit;
   Outcome outcome;
-  {
-    Lease lease(pool_);
-    Slot& slot = *slots_[static_cast<std::size_t>(lease.index())];
+  on_slot([&](Slot& slot) {
     if (!slot.verifier) {
       auto made = Verifier::create(settings_.verify);
-      if (!made) return {"INFRA_ERROR", made.status().message(), infra_json(made.status().message())};
+      if (!made) {
+        outcome = {"INFRA_ERROR", made.status().message(), infra_json(made.status().message())};
+        return;
+      }
       slot.verifier.emplace(std::move(made).value());
     }
     VerifyRequest verify;
@@ -196,9 +231,12 @@ LocalEvaluator::Outcome LocalEvaluator::run_verify(const EvalRequest& request, c
     verify.model_py = request.model_py;
     verify.workspace_dir = request.workspace;
     auto result = slot.verifier->verify(verify);
-    if (!result) return {"INFRA_ERROR", result.status().message(), infra_json(result.status().message())};
+    if (!result) {
+      outcome = {"INFRA_ERROR", result.status().message(), infra_json(result.status().message())};
+      return;
+    }
     outcome = {std::string(verdict_name(result.value().verdict)), result.value().reason, result.value().json};
-  }
+  });
   remember(verified_, verified_order_, key, outcome);
   return outcome;
 }
@@ -206,12 +244,13 @@ LocalEvaluator::Outcome LocalEvaluator::run_verify(const EvalRequest& request, c
 LocalEvaluator::Outcome LocalEvaluator::run_profile(const EvalRequest& request, const std::string& key) {
   if (auto hit = cached(profiled_, key)) return *hit;
   Outcome outcome;
-  {
-    Lease lease(pool_);
-    Slot& slot = *slots_[static_cast<std::size_t>(lease.index())];
+  on_slot([&](Slot& slot) {
     if (!slot.profiler) {
       auto made = Profiler::create(settings_.profile);
-      if (!made) return {"INFRA_ERROR", made.status().message(), infra_json(made.status().message())};
+      if (!made) {
+        outcome = {"INFRA_ERROR", made.status().message(), infra_json(made.status().message())};
+        return;
+      }
       slot.profiler.emplace(std::move(made).value());
     }
     ProfileRequest profile;
@@ -219,9 +258,12 @@ LocalEvaluator::Outcome LocalEvaluator::run_profile(const EvalRequest& request, 
     profile.model_py = request.model_py;
     profile.workspace_dir = request.workspace;
     auto result = slot.profiler->profile(profile);
-    if (!result) return {"INFRA_ERROR", result.status().message(), infra_json(result.status().message())};
+    if (!result) {
+      outcome = {"INFRA_ERROR", result.status().message(), infra_json(result.status().message())};
+      return;
+    }
     outcome = {std::string(verdict_name(result.value().verdict)), result.value().reason, result.value().json};
-  }
+  });
   remember(profiled_, profiled_order_, key, outcome);
   return outcome;
 }

@@ -1,6 +1,7 @@
 """Writes the replay scripts of cudaagent-rollout's tests into DIR (one reply per line):
   honest.jsonl     reads the task, writes kernel, binding and model_new.py, compiles, verifies,
-                   profiles, stops (the CPU example's honest solution)
+                   profiles, stops (the CPU example's honest solution; model_new.py ends with a
+                   comment naming the episode, so two episodes are two candidates)
   fallback.jsonl   writes a model_new.py that calls torch instead of its kernel, verifies, stops
   misbehave.jsonl  malformed arguments, unknown tools, path escapes, links out, protected files,
                    huge output, a command past its timeout, then stops
@@ -8,6 +9,7 @@
   short.jsonl      reads the task, runs one command, stops
   sleepy.jsonl     a command that takes half a second, 50 times (a wall-time limit)
   evals.jsonl      asks for verification twice (an evaluation budget of one)
+  reverify.jsonl   writes the honest solution (tagged per episode), verifies, edits, verifies again
 Usage: make_scripts.py EXAMPLE_WORKSPACE DIR"""
 import json
 import os
@@ -36,7 +38,7 @@ write("honest.jsonl", [
     {"content": "One fused pass: bias, ReLU and the scale.", "tool_calls": [
         call("Write", file_path="kernels/bias_relu.cpp", content=read("kernels/bias_relu.cpp")),
         call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
-        call("Write", file_path="model_new.py", content=read("model_new.py"))]},
+        call("Write", file_path="model_new.py", content=read("model_new.py") + "# @EPISODE@\n")]},
     {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
     {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]},
     {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.profiling")]},
@@ -97,4 +99,14 @@ write("short.jsonl", [
 write("sleepy.jsonl", [{"content": "", "tool_calls": [call("Bash", command="sleep 0.5")]}] * 50)
 write("evals.jsonl", [{"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]}] * 2 +
       [{"content": "done"}])
+write("reverify.jsonl", [
+    {"content": "", "tool_calls": [
+        call("Write", file_path="kernels/bias_relu.cpp", content=read("kernels/bias_relu.cpp")),
+        call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
+        call("Write", file_path="model_new.py", content=read("model_new.py") + "# @EPISODE@ first\n")]},
+    {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]},
+    {"content": "", "tool_calls": [call("Edit", file_path="model_new.py", old_string=" first", new_string=" second")]},
+    {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]},
+    {"content": "done"},
+])
 write("loop.jsonl", [{"content": "again", "tool_calls": [call("Bash", command="true")]}] * 200)

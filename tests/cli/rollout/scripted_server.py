@@ -9,6 +9,9 @@ is its own id, and the ChatML markers <|im_start|> and <|im_end|> are ids 256 an
 the ChatML rendering of the messages (tool calls rendered as <tool_call> JSON), so the rendering of
 turn t+1 extends turn t's prompt and reply exactly, as a real server's does when nothing drifts.
 
+"@EPISODE@" in a reply's text or arguments becomes a tag of the conversation (a hash of its first
+user message, which names the episode's workspace), so concurrent episodes can write different files.
+
 Usage: scripted_server.py SCRIPT PORT_FILE LOG_FILE [--fail N] [--text] [--no-ids]
        [--reject-token-fields] [--drift] [--delay S]
   --fail N               HTTP 500 for the first N requests
@@ -18,6 +21,7 @@ Usage: scripted_server.py SCRIPT PORT_FILE LOG_FILE [--fail N] [--text] [--no-id
   --drift                render assistant turns before the last with other text (re-tokenisation)
   --delay S              wait S seconds before each answer
 """
+import hashlib
 import json
 import os
 import sys
@@ -90,6 +94,9 @@ def render_prompt(messages):
 def completion(body):
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     reply = REPLIES[turn] if turn < len(REPLIES) else {"content": "I am done."}
+    users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    tag = hashlib.sha256((users[0] if users else "").encode()).hexdigest()[:12]
+    reply = json.loads(json.dumps(reply).replace("@EPISODE@", tag))
     calls = [{"id": "call_%d_%d" % (turn, i), "type": "function",
               "function": {"name": c["name"],
                            "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}}

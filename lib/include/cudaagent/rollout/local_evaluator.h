@@ -2,21 +2,28 @@
 // verify, the Profiler for profile, and the milestone reward for the final score. The lead's
 // evaluation service replaces this class, not the episode.
 //
-// Key design choice: evaluation slots. Each slot owns one Verifier and one Profiler (with their
-// warm workers) and runs one evaluation at a time; episodes wait for a free slot, so GPU work is
-// queued per device (one slot per GPU a process sees — run one rollout process per GPU). Builds for
-// compile have slots of their own, since they need no device. Results are kept by task and
+// Key design choice: evaluation slots, each a thread of its own that owns one Verifier and one
+// Profiler (with their warm workers) for its whole life and runs one evaluation at a time; episodes
+// queue their evaluations for the next free slot, so GPU work is queued per device (one slot per
+// GPU a process sees — run one rollout process per GPU). The thread matters: every child the
+// project spawns gets PR_SET_PDEATHSIG, which the kernel fires when the *thread* that spawned it
+// ends, so warm workers started from an episode's short-lived threads died with the episode, in
+// the middle of another episode's evaluation (seen with 64 episodes at once). Builds for compile have
+// slots of their own, since they need no device and start no workers. Results are kept by task and
 // workspace content, so the final score reuses the agent's last verify and profile of an unchanged
 // workspace instead of measuring it again.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cudaagent/profile.h"
@@ -70,6 +77,9 @@ class LocalEvaluator final : public EpisodeEvaluator {
     std::string verdict, reason, json;
   };
   explicit LocalEvaluator(LocalEvaluatorSettings settings, TorchEnv torch);
+  // Runs `work` on the next free slot's thread and waits for it; exceptions come back here.
+  void on_slot(std::function<void(Slot&)> work);
+  void slot_thread(std::size_t index);
   // The cache key of a workspace's content for a task, or a Status when it cannot be read.
   Result<std::string> content_key(const EvalRequest& request, std::string* files_json);
   Outcome run_verify(const EvalRequest& request, const std::string& key);
@@ -82,7 +92,11 @@ class LocalEvaluator final : public EpisodeEvaluator {
   TorchEnv torch_;
   std::string binding_cpp_, binding_registry_h_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  SlotPool pool_;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_ready_;
+  std::deque<std::packaged_task<void(Slot&)>*> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;  // one per slot
   SlotPool build_pool_;
   std::mutex cache_mutex_;
   std::map<std::string, Outcome> verified_, profiled_;
