@@ -319,7 +319,10 @@ ToolResult WorkspaceFiles::replace_file(const std::string& relative, const std::
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return ToolResult::fail("'" + relative + "' is not a regular file");
   }
-  if (::ftruncate(fd.get(), 0) != 0 || !write_all(fd.get(), content)) {
+  // Overwrite, then cut to the new length: truncating to zero first makes ext4 flush the file on
+  // close (its replace-by-truncate heuristic), which costs milliseconds per edit.
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0 || !write_all(fd.get(), content) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
     return ToolResult::fail("cannot write '" + relative + "': " + std::strerror(errno));
   }
   if (::fstat(fd.get(), &st) == 0) read_stamps_[relative] = Stamp{st.st_dev, st.st_ino, st.st_size, mtime_ns(st)};
