@@ -38,7 +38,7 @@ call = lambda name, **a: {"name": name, "arguments": a}
 files = [call("Write", file_path="kernels/" + kernel, content=read("kernels/" + kernel)),
          call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp"))]
 def script(name, lines):
-    with open(os.path.join(out, name + ".jsonl"), "w") as f:
+    with open(os.path.join(out, name + ".script"), "w") as f:
         f.writelines(json.dumps(l) + "\n" for l in lines)
 run = lambda command: {"content": "", "tool_calls": [call("Bash", command=command)]}
 new = read("model_new.py") + "\n# @EPISODE@\n"  # distinct content per episode: nothing shared
@@ -68,7 +68,7 @@ P
 start_server() {  # SCRIPT: sets url
   [[ -n $server_pid ]] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   rm -f "$out/port"
-  python3 "$root/tests/cli/rollout/scripted_server.py" "$out/$1.jsonl" "$out/port" "$out/$1.requests" &
+  python3 "$root/tests/cli/rollout/scripted_server.py" "$out/$1.script" "$out/port" "$out/$1.requests" &
   server_pid=$!
   for _ in $(seq 200); do [[ -s $out/port ]] && break; sleep 0.05; done
   url=http://127.0.0.1:$(cat "$out/port")
@@ -111,8 +111,8 @@ ok=0; [[ $(field fallback .reward.value) == -1 ]] && ok=1
 row fallback $ok "verdict $(field fallback .verify.verdict): $(field fallback .verify.reason | cut -c1-80)"
 
 n=${CONCURRENT:-16}
-episode honest --episodes-per-task "$n" --jobs "$n" --eval-slots 1 -q
-mv "$out/honest.jsonl" "$out/concurrent.jsonl"
+cp "$out/honest.script" "$out/concurrent.script"
+episode concurrent --episodes-per-task "$n" --jobs "$n" --eval-slots 1 -q
 summary=$(python3 - "$out/concurrent.jsonl" <<'P'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
