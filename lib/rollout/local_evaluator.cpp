@@ -38,6 +38,15 @@ std::string tail(const std::string& text, std::size_t bytes) {
   return text.size() > bytes ? "..." + text.substr(text.size() - bytes) : text;
 }
 
+// `text` with every occurrence of `prefix` removed: compiler output names the private build folder,
+// which means nothing to the agent (its files are relative to the workspace).
+std::string without(std::string text, const std::string& prefix) {
+  for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) {
+    text.erase(at, prefix.size());
+  }
+  return text;
+}
+
 std::string infra_json(const std::string& reason) {
   std::string json;
   JsonWriter w(json);
@@ -301,12 +310,12 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
   }
   if (b.ok) {
     text = "compile: built " + options.module_name + "\n" + text;
-    if (!b.warnings.empty()) text += "\nwarnings:\n" + b.warnings.substr(0, 3000) + "\n";
+    if (!b.warnings.empty()) text += "\nwarnings:\n" + without(b.warnings, work + "/").substr(0, 3000) + "\n";
     return {text + notes, 0, "compiled"};
   }
   text = "compile: FAILED\n" + text;
-  if (!b.diagnostics.empty()) text += "\nerrors:\n" + b.diagnostics + "\n";
-  if (!b.log.empty()) text += "\ncompiler output (end):\n" + tail(b.log, 4000) + "\n";
+  if (!b.diagnostics.empty()) text += "\nerrors:\n" + without(b.diagnostics, work + "/") + "\n";
+  if (!b.log.empty()) text += "\ncompiler output (end):\n" + tail(without(b.log, work + "/"), 4000) + "\n";
   return {text + notes, 1, "FAIL_COMPILE"};
 }
 

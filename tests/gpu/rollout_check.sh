@@ -105,6 +105,7 @@ ok=0; [[ $(field fixed '[.trajectory.evaluations[].verdict] | join(",")') == FAI
 row fixed $ok "evaluations $(field fixed '[.trajectory.evaluations[].verdict] | join(",")'), final $(field fixed .verify.verdict), reward $(field fixed .reward.value)"
 jq -r '.trajectory.messages[] | select(.role == "tool") | .content' "$out/fixed.jsonl" | grep -m3 "error" >"$out/fixed.diagnostics"
 [[ -s $out/fixed.diagnostics ]] || row fixed-diag 0 "the compiler's errors did not reach the agent"
+grep -q cudaagent-compile- "$out/fixed.diagnostics" && row fixed-diag 0 "the private build folder shows in the diagnostics"
 
 episode fallback
 ok=0; [[ $(field fallback .reward.value) == -1 ]] && ok=1

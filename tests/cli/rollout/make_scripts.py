@@ -10,6 +10,7 @@
   sleepy.jsonl     a command that takes half a second, 50 times (a wall-time limit)
   evals.jsonl      asks for verification twice (an evaluation budget of one)
   reverify.jsonl   writes the honest solution (tagged per episode), verifies, edits, verifies again
+  broken.jsonl     writes a kernel with a syntax error, compiles, stops
 Usage: make_scripts.py EXAMPLE_WORKSPACE DIR"""
 import json
 import os
@@ -108,5 +109,15 @@ write("reverify.jsonl", [
     {"content": "", "tool_calls": [call("Edit", file_path="model_new.py", old_string=" first", new_string=" second")]},
     {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]},
     {"content": "done"},
+])
+broken = read("kernels/bias_relu.cpp").replace("return out;", "return out  // no semicolon\n", 1)
+assert broken != read("kernels/bias_relu.cpp")
+write("broken.jsonl", [
+    {"content": "", "tool_calls": [
+        call("Write", file_path="kernels/bias_relu.cpp", content=broken),
+        call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
+        call("Write", file_path="model_new.py", content=read("model_new.py"))]},
+    {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
+    {"content": "It does not build."},
 ])
 write("loop.jsonl", [{"content": "again", "tool_calls": [call("Bash", command="true")]}] * 200)
