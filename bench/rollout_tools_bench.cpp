@@ -21,14 +21,17 @@ using namespace cudaagent::rollout;
 namespace {
 
 double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void report(const char* name, std::vector<double> ms, int errors) {
   std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
-  std::printf("%-10s %5zu calls  median %8.3f ms  p90 %8.3f ms  max %8.3f ms  errors %d\n", name, ms.size(), at(0.5),
-              at(0.9), ms.back(), errors);
+  const auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
+  };
+  std::printf("%-10s %5zu calls  median %8.3f ms  p90 %8.3f ms  max %8.3f ms  errors %d\n", name, ms.size(),
+              at(0.5), at(0.9), ms.back(), errors);
 }
 
 }  // namespace
@@ -43,8 +46,10 @@ int main(int argc, char** argv) {
   (void)make_directories(scratch);
   // An episode-sized workspace: a task, a few kernels of a few hundred lines, SKILL.md-sized text.
   std::string kernel;
-  for (int i = 0; i < 400; ++i) kernel += "  acc += x[i * " + std::to_string(i) + "] * w[" + std::to_string(i) + "];  // line\n";
-  for (int k = 0; k < 8; ++k) (void)write_file_atomically(ws + "/kernels/k" + std::to_string(k) + ".cu", kernel);
+  for (int i = 0; i < 400; ++i)
+    kernel += "  acc += x[i * " + std::to_string(i) + "] * w[" + std::to_string(i) + "];  // line\n";
+  for (int k = 0; k < 8; ++k)
+    (void)write_file_atomically(ws + "/kernels/k" + std::to_string(k) + ".cu", kernel);
   (void)write_file_atomically(ws + "/model.py", std::string(2000, 'm') + "\n");
   (void)write_file_atomically(ws + "/notes.md", std::string(6000, 'n') + "\n");
   auto files = WorkspaceFiles::open(ws, ws, {"model.py"});
@@ -68,8 +73,9 @@ int main(int argc, char** argv) {
   };
   const std::vector<Case> cases = {
       {"Read", {R"({"file_path": "kernels/k3.cu"})"}},
-      {"Edit", {R"({"file_path": "kernels/k3.cu", "old_string": "w[7];", "new_string": "w[7] ;"})",
-                R"({"file_path": "kernels/k3.cu", "old_string": "w[7] ;", "new_string": "w[7];"})"}},
+      {"Edit",
+       {R"({"file_path": "kernels/k3.cu", "old_string": "w[7];", "new_string": "w[7] ;"})",
+        R"({"file_path": "kernels/k3.cu", "old_string": "w[7] ;", "new_string": "w[7];"})"}},
       {"Grep", {R"({"pattern": "w\\[12\\d\\]", "output_mode": "content"})"}},
       {"Glob", {R"({"pattern": "**/*.cu"})"}},
       {"Write", {R"({"file_path": "kernels/new.cu", "content": "__global__ void k() {}\n"})"}},

@@ -150,8 +150,8 @@ Result<ChatReply> parse_chat_reply(std::string_view body) {
   if (auto error = parser.parse(padded).get(root)) {
     std::string prefix(body.substr(0, 80));
     std::replace(prefix.begin(), prefix.end(), '\n', ' ');
-    return Status::error(std::string("response is not JSON (") + simdjson::error_message(error) +
-                         "): '" + prefix + "'");
+    return Status::error(std::string("response is not JSON (") + simdjson::error_message(error) + "): '" +
+                         prefix + "'");
   }
   simdjson::dom::array choices;
   if (root["choices"].get(choices) || choices.size() == 0) {
@@ -193,7 +193,8 @@ std::string chat_completions_url(std::string_view endpoint) {
   std::string url(endpoint);
   while (!url.empty() && url.back() == '/') url.pop_back();
   constexpr std::string_view kSuffix = "/chat/completions";
-  if (url.size() >= kSuffix.size() && url.compare(url.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+  if (url.size() >= kSuffix.size() &&
+      url.compare(url.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
     return url;
   }
   if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0) return url + std::string(kSuffix);

@@ -63,11 +63,11 @@ Result<ChatOutcome> ChatClient::complete(const ChatRequest& request, const std::
     if (stop.load() != 0) return fail(ChatFailure::kStopped, "stopped by a signal");
     if (!response) return fail(ChatFailure::kTransport, response.status().message());
     const HttpResponse& r = response.value();
-    if (r.status == 400 && (sent.tokens.logprobs || sent.tokens.token_ids) &&
-        rejects_token_fields(r.body)) {
+    if (r.status == 400 && (sent.tokens.logprobs || sent.tokens.token_ids) && rejects_token_fields(r.body)) {
       token_fields_accepted_ = false;  // ask again without them, and never again with them
-      if (on_retry) on_retry("the server refused vLLM's token fields (" + first_line(r.body) +
-                             "); asking without them: trajectories will be text-only");
+      if (on_retry)
+        on_retry("the server refused vLLM's token fields (" + first_line(r.body) +
+                 "); asking without them: trajectories will be text-only");
       continue;
     }
     if (r.status == 400 && is_context_overflow(r.body)) {

@@ -12,8 +12,8 @@ namespace {
 std::string encode_bytes(const unsigned char* data, std::size_t size) {
   if (size == 0) return {};
   std::string out(4 * ((size + 2) / 3) + 1, '\0');
-  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data,
-                                      static_cast<int>(size));
+  const int written =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size));
   out.resize(static_cast<std::size_t>(written));
   return out;
 }
@@ -22,9 +22,9 @@ std::optional<std::string> decode_bytes(std::string_view text) {
   if (text.empty()) return std::string();
   if (text.size() % 4 != 0) return std::nullopt;
   std::string out(text.size() / 4 * 3, '\0');
-  const int written = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                      reinterpret_cast<const unsigned char*>(text.data()),
-                                      static_cast<int>(text.size()));
+  const int written =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
   if (written < 0) return std::nullopt;
   // EVP_DecodeBlock counts padding as zero bytes: drop one per '='.
   std::size_t size = static_cast<std::size_t>(written);
@@ -47,7 +47,8 @@ std::uint32_t get_u32(const char* in) {
 
 std::string encode_u32_base64(const std::vector<std::int32_t>& values) {
   std::vector<unsigned char> bytes(values.size() * 4);
-  for (std::size_t i = 0; i < values.size(); ++i) put_u32(static_cast<std::uint32_t>(values[i]), &bytes[4 * i]);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    put_u32(static_cast<std::uint32_t>(values[i]), &bytes[4 * i]);
   return encode_bytes(bytes.data(), bytes.size());
 }
 
@@ -69,7 +70,8 @@ std::optional<std::vector<std::int32_t>> decode_u32_base64(std::string_view text
   auto bytes = decode_bytes(text);
   if (!bytes || bytes->size() % 4 != 0) return std::nullopt;
   std::vector<std::int32_t> values(bytes->size() / 4);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int32_t>(get_u32(&(*bytes)[4 * i]));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::int32_t>(get_u32(&(*bytes)[4 * i]));
   return values;
 }
 

@@ -37,13 +37,13 @@ struct CallSpan {
 };
 
 struct TurnSpan {
-  std::size_t message = 0;       // the reply's index in the conversation
+  std::size_t message = 0;  // the reply's index in the conversation
   double model_seconds = 0;
   double tool_seconds = 0;
   int tries = 1;
   std::string finish_reason;
   std::optional<std::int64_t> prompt_tokens, completion_tokens;
-  bool text_protocol = false;    // its calls were read from the text
+  bool text_protocol = false;  // its calls were read from the text
   std::vector<CallSpan> calls;
 };
 
@@ -78,8 +78,15 @@ void write_sampling(JsonWriter& w, const llm::SamplingSettings& s) {
 // The shell's environment: the workspace's commands find the evaluator through
 // CUDAAGENT_EVAL_SOCKET; bytecode is not written into the read-only utils/.
 std::vector<std::string> shell_environment(const EpisodeSettings& settings, const std::string& socket) {
-  return {"PATH=" + settings.shell_path, "HOME=/tmp", "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TERM=dumb",
-          "USER=agent", "LOGNAME=agent", "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1",
+  return {"PATH=" + settings.shell_path,
+          "HOME=/tmp",
+          "LC_ALL=C.UTF-8",
+          "LANG=C.UTF-8",
+          "TERM=dumb",
+          "USER=agent",
+          "LOGNAME=agent",
+          "OMP_NUM_THREADS=1",
+          "PYTHONDONTWRITEBYTECODE=1",
           "CUDAAGENT_EVAL_SOCKET=" + socket};
 }
 
@@ -124,7 +131,8 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
                           EpisodeEvaluator& evaluator, const std::atomic<int>& stop, Logger& log) {
   EpisodeResult result;
   const double started = now_seconds();
-  auto made = detail::make_episode_folders(settings.work_dir, task.model_py, settings.skill_text, share_dir());
+  auto made =
+      detail::make_episode_folders(settings.work_dir, task.model_py, settings.skill_text, share_dir());
   if (!made) {
     result.error = made.status().message();
     return result;
@@ -203,7 +211,8 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
       finish_reason = "context_limit";
       break;
     }
-    request.sampling.max_tokens = static_cast<int>(std::min<std::int64_t>(settings.sampling.max_tokens, room));
+    request.sampling.max_tokens =
+        static_cast<int>(std::min<std::int64_t>(settings.sampling.max_tokens, room));
     eval->set_turn(static_cast<int>(turns.size()));
     llm::ChatFailure failure = llm::ChatFailure::kNone;
     auto answered = policy.next(request, stop, failure);
@@ -292,7 +301,9 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
   w.field("model", model_seconds).field("tools", tool_seconds).field("evaluations", eval_seconds);
   w.field("final_score", final_seconds).end_object();
   w.key("limits").begin_object().field("max_turns", settings.max_turns);
-  w.field("max_context_tokens", settings.max_context_tokens).field("max_seconds", settings.max_seconds).end_object();
+  w.field("max_context_tokens", settings.max_context_tokens)
+      .field("max_seconds", settings.max_seconds)
+      .end_object();
   w.key("sampling");
   write_sampling(w, settings.sampling);
   w.key("server").begin_object().field("model", server_facts.model);
@@ -319,7 +330,9 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
   w.key("turns").begin_array();
   for (std::size_t t = 0; t < turns.size(); ++t) {
     const TurnSpan& s = turns[t];
-    w.begin_object().field("turn", static_cast<std::int64_t>(t)).field("message", static_cast<std::int64_t>(s.message));
+    w.begin_object()
+        .field("turn", static_cast<std::int64_t>(t))
+        .field("message", static_cast<std::int64_t>(s.message));
     w.field("model_seconds", s.model_seconds).field("tool_seconds", s.tool_seconds).field("tries", s.tries);
     w.field("finish_reason", s.finish_reason);
     write_optional(w, "prompt_tokens", s.prompt_tokens);
@@ -327,7 +340,11 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
     if (s.text_protocol) w.field("text_protocol", true);
     w.key("calls").begin_array();
     for (const CallSpan& call : s.calls) {
-      w.begin_object().field("name", call.name).field("seconds", call.seconds).field("error", call.error).end_object();
+      w.begin_object()
+          .field("name", call.name)
+          .field("seconds", call.seconds)
+          .field("error", call.error)
+          .end_object();
     }
     w.end_array().end_object();
   }
@@ -342,15 +359,25 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
   ledger.write_json(w, settings.base64_tokens);
   w.field("sandbox", settings.sandbox_summary);
   if (settings.keep_workspaces) w.field("workspace", folders.workspace);
-  w.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit()).end_object();
+  w.key("versions")
+      .begin_object()
+      .field("cudaagent", build_version())
+      .field("commit", build_commit())
+      .end_object();
   w.end_object();
 
-  std::string id_json, candidate_json, record = task.record_json.empty() ? std::string("{}") : task.record_json;
+  std::string id_json, candidate_json,
+      record = task.record_json.empty() ? std::string("{}") : task.record_json;
   JsonWriter(id_json).value(task.episode_id);
   JsonWriter c(candidate_json);
-  c.begin_object().key("files").raw(score.candidate_files_json.empty() ? "{}" : score.candidate_files_json).end_object();
-  std::vector<std::pair<std::string, std::string>> members = {
-      {"id", id_json}, {"trajectory", trajectory}, {"candidate", candidate_json}, {"verify", score.verify_json}};
+  c.begin_object()
+      .key("files")
+      .raw(score.candidate_files_json.empty() ? "{}" : score.candidate_files_json)
+      .end_object();
+  std::vector<std::pair<std::string, std::string>> members = {{"id", id_json},
+                                                              {"trajectory", trajectory},
+                                                              {"candidate", candidate_json},
+                                                              {"verify", score.verify_json}};
   if (!score.profile_json.empty()) members.emplace_back("profile", score.profile_json);
   members.emplace_back("reward", score.reward_json.empty() ? "null" : score.reward_json);
   for (const auto& [key, value] : members) {

@@ -44,13 +44,15 @@ Result<EpisodeFolders> make_episode_folders(const std::string& work_dir, const s
     if (!make_directories(dir, mode)) return Status::error("cannot create '" + dir + "'");
   }
   const std::string& ws = f.workspace;
-  for (Status s : {write_file(ws + "/model.py", model_py, 0444), write_file(ws + "/SKILL.md", skill_text, 0444),
-                   copy_file(share + "/workspace/binding.cpp", ws + "/binding.cpp", 0444),
-                   copy_file(share + "/workspace/binding_registry.h", ws + "/binding_registry.h", 0444),
-                   write_file(ws + "/utils/eval_socket", f.socket + "\n", 0444)}) {
+  for (Status s :
+       {write_file(ws + "/model.py", model_py, 0444), write_file(ws + "/SKILL.md", skill_text, 0444),
+        copy_file(share + "/workspace/binding.cpp", ws + "/binding.cpp", 0444),
+        copy_file(share + "/workspace/binding_registry.h", ws + "/binding_registry.h", 0444),
+        write_file(ws + "/utils/eval_socket", f.socket + "\n", 0444)}) {
     if (!s) return s;
   }
-  for (const char* name : {"__init__.py", "eval_client.py", "verification.py", "profiling.py", "compile.sh"}) {
+  for (const char* name :
+       {"__init__.py", "eval_client.py", "verification.py", "profiling.py", "compile.sh"}) {
     if (auto s = copy_file(share + "/rollout/utils/" + name, ws + "/utils/" + name, 0444); !s) return s;
   }
   (void)::chmod((ws + "/utils").c_str(), 0555);

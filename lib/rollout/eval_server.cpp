@@ -135,7 +135,8 @@ void EvalServer::answer(int client) {
   call.turn = turn_.load();
   EvalReply reply;
   if (op != "compile" && op != "verify" && op != "profile") {
-    reply = {"unknown evaluation request '" + op + "' (the shims ask for compile, verify or profile)\n", 2, "unknown"};
+    reply = {"unknown evaluation request '" + op + "' (the shims ask for compile, verify or profile)\n", 2,
+             "unknown"};
   } else if (evaluations_++ >= max_calls_) {
     reply = {"this episode has used all " + std::to_string(max_calls_) +
                  " of its evaluations; the workspace will be scored as it stands when you finish\n",

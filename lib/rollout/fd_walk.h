@@ -72,8 +72,7 @@ inline std::string open_error(std::string_view what, int error) {
 
 // Opens the folder reached by `parts` from `dir` (a descriptor that stays the caller's), creating
 // missing folders when `create`. -1 with errno set on failure; `failed_at` names the component.
-inline int open_folder(int dir, const std::vector<std::string>& parts, bool create,
-                       std::string& failed_at) {
+inline int open_folder(int dir, const std::vector<std::string>& parts, bool create, std::string& failed_at) {
   Fd current(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // its own offset
   if (!current) return -1;
   std::string walked;

@@ -89,9 +89,11 @@ std::string verify_report(const std::string& verify_json) {
   std::string_view verdict = "INFRA_ERROR", reason;
   if (v["verdict"].get(verdict)) verdict = "INFRA_ERROR";
   if (v["reason"].get(reason)) reason = {};
-  std::string out = "verification: " + std::string(verdict) + (reason.empty() ? "" : " (" + std::string(reason) + ")") + "\n";
+  std::string out = "verification: " + std::string(verdict) +
+                    (reason.empty() ? "" : " (" + std::string(reason) + ")") + "\n";
   std::string_view text;
-  if (!v["build"]["diagnostics"].get(text) && !text.empty()) out += "\ncompiler errors:\n" + std::string(text) + "\n";
+  if (!v["build"]["diagnostics"].get(text) && !text.empty())
+    out += "\ncompiler errors:\n" + std::string(text) + "\n";
   bool built = true;
   if (!v["build"]["ok"].get(built) && !built && !v["build"]["log_tail"].get(text) && !text.empty()) {
     out += "\ncompiler output (end):\n" + tail(std::string(text), 3000) + "\n";
@@ -121,7 +123,8 @@ std::string verify_report(const std::string& verify_json) {
       out += "\ncheck " + simdjson::minify(check) + "\n";
     }
   }
-  if (!v["candidate_stderr"].get(text) && !text.empty()) out += "\nyour process's stderr (end):\n" + tail(std::string(text), 3000) + "\n";
+  if (!v["candidate_stderr"].get(text) && !text.empty())
+    out += "\nyour process's stderr (end):\n" + tail(std::string(text), 3000) + "\n";
   return out;
 }
 
@@ -129,9 +132,11 @@ Result<std::unique_ptr<LocalEvaluator>> LocalEvaluator::create(LocalEvaluatorSet
   if (settings.verify.cache_dir.empty()) settings.verify.cache_dir = cache_dir();
   settings.verify.cache_dir = std::filesystem::absolute(settings.verify.cache_dir).string();
   if (settings.profile.cache_dir.empty()) settings.profile.cache_dir = settings.verify.cache_dir;
-  auto torch = find_torch_for_device(settings.verify.python, settings.verify.cache_dir, settings.verify.device);
+  auto torch =
+      find_torch_for_device(settings.verify.python, settings.verify.cache_dir, settings.verify.device);
   if (!torch) return torch.status();
-  std::unique_ptr<LocalEvaluator> evaluator(new LocalEvaluator(std::move(settings), std::move(torch).value()));
+  std::unique_ptr<LocalEvaluator> evaluator(
+      new LocalEvaluator(std::move(settings), std::move(torch).value()));
   const std::string share = share_dir();
   if (!read_whole_file(share + "/workspace/binding.cpp", evaluator->binding_cpp_) ||
       !read_whole_file(share + "/workspace/binding_registry.h", evaluator->binding_registry_h_)) {
@@ -185,7 +190,8 @@ void LocalEvaluator::on_slot(std::function<void(Slot&)> work) {
 }
 
 Result<std::string> LocalEvaluator::content_key(const EvalRequest& request, std::string* files_json) {
-  const ProtectedFiles protected_files = standard_protected_files(request.model_py, binding_cpp_, binding_registry_h_);
+  const ProtectedFiles protected_files =
+      standard_protected_files(request.model_py, binding_cpp_, binding_registry_h_);
   auto snapshot = snapshot_workspace(request.workspace, SnapshotLimits{}, protected_files);
   if (!snapshot) return snapshot.status();
   Sha256 key;
@@ -278,9 +284,11 @@ LocalEvaluator::Outcome LocalEvaluator::run_profile(const EvalRequest& request, 
 }
 
 EvalReply LocalEvaluator::compile(const EvalRequest& request) {
-  const ProtectedFiles protected_files = standard_protected_files(request.model_py, binding_cpp_, binding_registry_h_);
+  const ProtectedFiles protected_files =
+      standard_protected_files(request.model_py, binding_cpp_, binding_registry_h_);
   auto snapshot = snapshot_workspace(request.workspace, SnapshotLimits{}, protected_files);
-  if (!snapshot) return {"compile: cannot read the workspace: " + snapshot.status().message() + "\n", 2, "INFRA_ERROR"};
+  if (!snapshot)
+    return {"compile: cannot read the workspace: " + snapshot.status().message() + "\n", 2, "INFRA_ERROR"};
   std::string notes;
   for (const PolicyFinding& finding : snapshot.value().findings) {
     notes += "  " + finding.rule + ": " + finding.path + ": " + finding.detail + "\n";
@@ -297,9 +305,11 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
   BuildOptions options = settings_.verify.build;
   options.cuda = settings_.verify.device == "cuda";
   if (options.cache_dir.empty()) options.cache_dir = settings_.verify.cache_dir + "/build";
-  if (settings_.verify.sandbox) options.runner = sandboxed_build_runner(settings_.verify.sandbox, work, options.cache_dir);
+  if (settings_.verify.sandbox)
+    options.runner = sandboxed_build_runner(settings_.verify.sandbox, work, options.cache_dir);
   auto built = build_extension(work, work, torch_, options);
-  if (!built) return {"compile: the build machinery failed: " + built.status().message() + "\n", 2, "INFRA_ERROR"};
+  if (!built)
+    return {"compile: the build machinery failed: " + built.status().message() + "\n", 2, "INFRA_ERROR"};
   const BuildResult& b = built.value();
   std::string text;
   for (const CompileStep& step : b.steps) {
@@ -321,18 +331,21 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
 
 EvalReply LocalEvaluator::verify(const EvalRequest& request) {
   auto key = content_key(request, nullptr);
-  if (!key) return {"verification: cannot read the workspace: " + key.status().message() + "\n", 2, "INFRA_ERROR"};
+  if (!key)
+    return {"verification: cannot read the workspace: " + key.status().message() + "\n", 2, "INFRA_ERROR"};
   const Outcome outcome = run_verify(request, key.value());
   return {verify_report(outcome.json), outcome.verdict == "PASS" ? 0 : 1, outcome.verdict};
 }
 
 EvalReply LocalEvaluator::profile(const EvalRequest& request) {
   auto key = content_key(request, nullptr);
-  if (!key) return {"profiling: cannot read the workspace: " + key.status().message() + "\n", 2, "INFRA_ERROR"};
+  if (!key)
+    return {"profiling: cannot read the workspace: " + key.status().message() + "\n", 2, "INFRA_ERROR"};
   const Outcome outcome = run_profile(request, key.value());
   simdjson::dom::parser parser;
   simdjson::dom::element value;
-  std::string text = "profiling: " + outcome.verdict + (outcome.reason.empty() ? "" : " (" + outcome.reason + ")") + "\n";
+  std::string text =
+      "profiling: " + outcome.verdict + (outcome.reason.empty() ? "" : " (" + outcome.reason + ")") + "\n";
   if (!parser.parse(outcome.json).get(value)) text += brief_text(value);
   return {text, outcome.verdict == "PASS" ? 0 : 1, outcome.verdict};
 }

@@ -19,14 +19,15 @@ class Regex {
   static Result<Regex> compile(const std::string& pattern, bool case_insensitive) {
     int code = 0;
     PCRE2_SIZE offset = 0;
-    const std::uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (case_insensitive ? PCRE2_CASELESS : 0);
+    const std::uint32_t options =
+        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (case_insensitive ? PCRE2_CASELESS : 0);
     pcre2_code* compiled = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                          options, &code, &offset, nullptr);
     if (compiled == nullptr) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(code, message, sizeof message);
-      return Status::error("the pattern is not a valid regular expression at offset " + std::to_string(offset) +
-                           ": " + reinterpret_cast<const char*>(message));
+      return Status::error("the pattern is not a valid regular expression at offset " +
+                           std::to_string(offset) + ": " + reinterpret_cast<const char*>(message));
     }
     Regex regex;
     regex.code_.reset(compiled);

@@ -86,8 +86,8 @@ Status read_tasks(const CommonOptions& common, const std::atomic<int>& stop, std
         continue;
       }
       if (object.value()["task"]["model_py"].get(model_py)) {
-        append_error_record(errors, where, "record has no task.model_py (a task record of synth/filter/dedup)",
-                            line.bytes);
+        append_error_record(errors, where,
+                            "record has no task.model_py (a task record of synth/filter/dedup)", line.bytes);
         ++bad_lines;
         continue;
       }
@@ -118,73 +118,118 @@ Result<std::string> extra_members(const std::string& json) {
 void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
   add_common_flags(app, o.common);
   EpisodeSettings& e = o.episode;
-  app.add_option("--endpoint", o.endpoint, "OpenAI-compatible server: base URL or the full "
-                 ".../v1/chat/completions URL")->type_name("URL");
+  app.add_option("--endpoint", o.endpoint,
+                 "OpenAI-compatible server: base URL or the full "
+                 ".../v1/chat/completions URL")
+      ->type_name("URL");
   app.add_option("--model", e.model, "Model name sent to the server")->type_name("NAME");
   app.add_option("--api-key-env", o.api_key_env, "Environment variable holding the server's API key")
       ->type_name("VAR");
-  app.add_option("--policy", o.policy, "server (the endpoint's model), or replay:FILE (scripted replies, "
-                 "one JSON object per line)")->capture_default_str();
+  app.add_option("--policy", o.policy,
+                 "server (the endpoint's model), or replay:FILE (scripted replies, "
+                 "one JSON object per line)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "cuda, or cpu for CPU tasks whose kernels are plain C++")
-      ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
-  app.add_option("--episodes-per-task", o.episodes_per_task, "Episodes of each task (samples for "
-                 "group-relative methods)")->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--max-turns", e.max_turns, "Model replies per episode, at most")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  app.add_option("--episodes-per-task", o.episodes_per_task,
+                 "Episodes of each task (samples for "
+                 "group-relative methods)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--max-turns", e.max_turns, "Model replies per episode, at most")
+      ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   app.add_option("--max-context-tokens", e.max_context_tokens, "Prompt plus reply tokens, at most")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{256}, std::int64_t{1} << 30));
-  app.add_option("--max-seconds", e.max_seconds, "Wall time of one episode's loop (the final score not "
-                 "counted)")->capture_default_str()->check(CLI::Range(1.0, 1e7));
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{256}, std::int64_t{1} << 30));
+  app.add_option("--max-seconds", e.max_seconds,
+                 "Wall time of one episode's loop (the final score not "
+                 "counted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e7));
   app.add_option("--max-evaluations", e.max_evaluations, "compile/verify/profile requests per episode")
-      ->capture_default_str()->check(CLI::Range(0, 100000));
-  app.add_option("--temperature", e.sampling.temperature, "Sampling temperature")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--temperature", e.sampling.temperature, "Sampling temperature")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 10.0));
-  app.add_option("--top-p", e.sampling.top_p, "Nucleus sampling")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--top-p", e.sampling.top_p, "Nucleus sampling")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--top-k", e.sampling.top_k, "Top-k sampling (vLLM; -1 off)");
   app.add_option("--min-p", e.sampling.min_p, "Min-p sampling (vLLM)");
-  app.add_option("--max-tokens", e.sampling.max_tokens, "Tokens per reply, at most")->capture_default_str()
+  app.add_option("--max-tokens", e.sampling.max_tokens, "Tokens per reply, at most")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   app.add_option("--seed", e.sampling.seed, "Sampling seed; each episode sends its own seed derived from it");
-  app.add_option("--tool-protocol", e.tool_protocol, "native (tools in the request, calls in tool_calls) "
+  app.add_option("--tool-protocol", e.tool_protocol,
+                 "native (tools in the request, calls in tool_calls) "
                  "or text (<tool_call> JSON in the text, for servers without tool parsing)")
-      ->capture_default_str()->check(CLI::IsMember({"native", "text"}));
-  app.add_flag("--no-token-ids", o.no_token_ids, "Do not ask for token ids and log-probs (servers that "
+      ->capture_default_str()
+      ->check(CLI::IsMember({"native", "text"}));
+  app.add_flag("--no-token-ids", o.no_token_ids,
+               "Do not ask for token ids and log-probs (servers that "
                "reject vLLM's fields are detected anyway)");
-  app.add_option("--token-encoding", o.token_encoding, "Token arrays in records: base64 (little-endian "
-                 "32-bit words) or json")->capture_default_str()->check(CLI::IsMember({"base64", "json"}));
-  app.add_option("--extra-body", o.extra_body, "JSON object merged into every request, e.g. "
-                 "'{\"chat_template_kwargs\":{\"enable_thinking\":false}}'")->type_name("JSON");
+  app.add_option("--token-encoding", o.token_encoding,
+                 "Token arrays in records: base64 (little-endian "
+                 "32-bit words) or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"base64", "json"}));
+  app.add_option("--extra-body", o.extra_body,
+                 "JSON object merged into every request, e.g. "
+                 "'{\"chat_template_kwargs\":{\"enable_thinking\":false}}'")
+      ->type_name("JSON");
   app.add_option("--request-timeout", o.request_timeout, "Seconds one model request may take")
-      ->capture_default_str()->check(CLI::Range(0.1, 1e6));
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 1e6));
   app.add_option("--retries", o.retries, "Retries of a failed request (HTTP 408/429/5xx, no answer)")
-      ->capture_default_str()->check(CLI::Range(0, 100));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   app.add_option("--backoff", o.backoff, "Seconds before the first retry; doubles each time")
-      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--command-timeout", e.command_timeout_seconds, "Default seconds of one Bash command "
-                 "(the model may ask for up to --max-command-timeout)")->capture_default_str()->check(CLI::Range(1.0, 1e6));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--command-timeout", e.command_timeout_seconds,
+                 "Default seconds of one Bash command "
+                 "(the model may ask for up to --max-command-timeout)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
   app.add_option("--max-command-timeout", e.max_command_timeout_seconds, "Longest a Bash command may run")
-      ->capture_default_str()->check(CLI::Range(1.0, 1e6));
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
   app.add_option("--eval-slots", o.evaluator.slots, "Evaluations at once (one per GPU of the process)")
-      ->capture_default_str()->check(CLI::Range(1, 256));
-  app.add_option("--build-slots", o.evaluator.build_slots, "compile requests at once")->capture_default_str()
+      ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  app.add_option("--work-dir", e.work_dir, "Where each episode's private folder is made")->capture_default_str()
+  app.add_option("--build-slots", o.evaluator.build_slots, "compile requests at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--work-dir", e.work_dir, "Where each episode's private folder is made")
+      ->capture_default_str()
       ->type_name("DIR");
-  app.add_flag("--keep-workspaces", e.keep_workspaces, "Keep each episode's folder (its path is in the record)");
-  app.add_option("--skill", o.skill_path, "The skill document (default: share/skill/SKILL.md)")->type_name("FILE");
-  app.add_option("--python", o.python, "Interpreter with torch (default: the first python3 that imports "
-                 "torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
-  app.add_option("--cache-dir", o.cache_dir, "Build objects and discovery cache (default: "
-                 "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
+  app.add_flag("--keep-workspaces", e.keep_workspaces,
+               "Keep each episode's folder (its path is in the record)");
+  app.add_option("--skill", o.skill_path, "The skill document (default: share/skill/SKILL.md)")
+      ->type_name("FILE");
+  app.add_option("--python", o.python,
+                 "Interpreter with torch (default: the first python3 that imports "
+                 "torch; or $CUDAAGENT_PYTHON)")
+      ->type_name("PATH");
+  app.add_option("--cache-dir", o.cache_dir,
+                 "Build objects and discovery cache (default: "
+                 "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")
+      ->type_name("DIR");
   app.add_option("--arch", o.arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
   app.add_option("--bwrap", o.sandbox.bwrap, "The bubblewrap program")->capture_default_str();
-  app.add_flag("--allow-unsandboxed", o.sandbox.allow_unsandboxed, "Run untrusted code even when the OS "
+  app.add_flag("--allow-unsandboxed", o.sandbox.allow_unsandboxed,
+               "Run untrusted code even when the OS "
                "sandbox is below the minimum (never for rewards)");
-  app.add_flag("--no-sandbox", o.sandbox.no_sandbox, "Do not use the OS sandbox at all (needs "
+  app.add_flag("--no-sandbox", o.sandbox.no_sandbox,
+               "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
   app.callback([&app, &o] {
     // --version (added by run_tool) needs no policy.
-    if (const CLI::Option* version = app.get_option_no_throw("--version"); version != nullptr && version->count() > 0) {
+    if (const CLI::Option* version = app.get_option_no_throw("--version");
+        version != nullptr && version->count() > 0) {
       return;
     }
     const bool replay = o.policy.rfind("replay:", 0) == 0;
@@ -213,7 +258,8 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   endpoint.retry = RetryPolicy{o.retries, o.backoff, 30.0};
   if (!o.api_key_env.empty()) {
     const char* key = std::getenv(o.api_key_env.c_str());
-    if (key == nullptr) return Status::error("environment variable " + o.api_key_env + " (--api-key-env) is not set");
+    if (key == nullptr)
+      return Status::error("environment variable " + o.api_key_env + " (--api-key-env) is not set");
     endpoint.api_key = key;
   }
   auto members = extra_members(o.extra_body);
@@ -225,13 +271,15 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   e.endpoint = replay ? "" : llm::chat_completions_url(o.endpoint);
   e.work_dir = fs::absolute(e.work_dir).string();
   const std::string skill_path = o.skill_path.empty() ? share_dir() + "/skill/SKILL.md" : o.skill_path;
-  if (!read_whole_file(skill_path, e.skill_text)) return Status::error("cannot read the skill document '" + skill_path + "'");
+  if (!read_whole_file(skill_path, e.skill_text))
+    return Status::error("cannot read the skill document '" + skill_path + "'");
 
   // Tasks first: a usage problem in the input shows before anything starts.
   std::vector<TaskInput> tasks;
   std::string error_records;
   std::uint64_t bad_lines = 0;
-  if (auto read = read_tasks(o.common, session.stop_signal, tasks, error_records, bad_lines); !read) return read;
+  if (auto read = read_tasks(o.common, session.stop_signal, tasks, error_records, bad_lines); !read)
+    return read;
   if (o.common.max_bad_lines >= 0 && bad_lines > static_cast<std::uint64_t>(o.common.max_bad_lines)) {
     return Status::error(std::to_string(bad_lines) + " malformed input lines, more than --max-bad-lines");
   }
@@ -262,7 +310,8 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   if (!shell_sandbox) return shell_sandbox.status();
   e.sandbox = shell_sandbox.value().wrap;
   e.sandbox_summary = shell_sandbox.value().summary;
-  e.shell_path = fs::path(torch.value().python).parent_path().string() + ":/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
+  e.shell_path = fs::path(torch.value().python).parent_path().string() +
+                 ":/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
   e.shell_limits.file_size_bytes = std::uint64_t{1} << 30;
   e.shell_limits.open_files = 4096;
 
@@ -315,10 +364,12 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
     }
     todo.push_back(std::move(p));
   }
-  if (auto s = sink.value().flush(); !s) return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(s);
-  session.log.info(std::to_string(tasks.size()) + " tasks, " + std::to_string(planned.size()) + " episodes (" +
-                   std::to_string(from_store) + " already in the store), " + std::to_string(o.common.jobs) +
-                   " at once; torch " + torch.value().torch_version + ", sandbox: " + e.sandbox_summary);
+  if (auto s = sink.value().flush(); !s)
+    return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(s);
+  session.log.info(std::to_string(tasks.size()) + " tasks, " + std::to_string(planned.size()) +
+                   " episodes (" + std::to_string(from_store) + " already in the store), " +
+                   std::to_string(o.common.jobs) + " at once; torch " + torch.value().torch_version +
+                   ", sandbox: " + e.sandbox_summary);
 
   // The workers: each takes the next episode, runs it, and writes its record.
   std::mutex output_mutex;
@@ -343,13 +394,15 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
       if (replay) {
         policy = std::make_unique<ReplayPolicy>(script);
       } else {
-        policy = std::make_unique<ServerPolicy>(endpoint, [&session, id = p.task.episode_id](const std::string& line) {
-          session.log.warn("episode " + id.substr(0, 12) + ": " + line);
-        });
+        policy = std::make_unique<ServerPolicy>(
+            endpoint, [&session, id = p.task.episode_id](const std::string& line) {
+              session.log.warn("episode " + id.substr(0, 12) + ": " + line);
+            });
       }
       EpisodeSettings settings = e;
       if (e.sampling.seed) {
-        settings.sampling.seed = (*e.sampling.seed + std::stoll(p.task.episode_id.substr(0, 12), nullptr, 16)) & 0x7fffffff;
+        settings.sampling.seed =
+            (*e.sampling.seed + std::stoll(p.task.episode_id.substr(0, 12), nullptr, 16)) & 0x7fffffff;
       }
       EpisodeResult result;
       try {  // simdjson and the standard library may throw; one episode must not end the run
@@ -373,7 +426,8 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
         if (store) {
           const StoredResult row{p.task.episode_id, "rollout", p.task.episode_id,
                                  result.record.substr(0, result.record.size() - 1)};
-          if (auto put = store->put_batch(std::span<const StoredResult>(&row, 1)); !put) written = put.status();
+          if (auto put = store->put_batch(std::span<const StoredResult>(&row, 1)); !put)
+            written = put.status();
         }
         if (written) written = sink.value().write(result.record);
         if (written) written = sink.value().flush();
@@ -387,11 +441,12 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
         char mean[32];
         std::snprintf(mean, sizeof mean, "%.2f", rewarded ? reward_sum / static_cast<double>(rewarded) : 0.0);
         session.log.info("episode " + std::to_string(done) + "/" + std::to_string(todo.size()) + " (task " +
-                         p.task.task_id.substr(0, 12) + ", sample " + std::to_string(p.task.sample) + "): " +
-                         result.verdict + ", reward " +
-                         (result.reward ? std::to_string(*result.reward).substr(0, 5) : std::string("none")) + ", " +
-                         std::to_string(result.turns) + " turns, " + result.finish_reason + ", " +
-                         duration_text(result.seconds) + "; mean reward " + mean + "; ETA " + duration_text(eta));
+                         p.task.task_id.substr(0, 12) + ", sample " + std::to_string(p.task.sample) +
+                         "): " + result.verdict + ", reward " +
+                         (result.reward ? std::to_string(*result.reward).substr(0, 5) : std::string("none")) +
+                         ", " + std::to_string(result.turns) + " turns, " + result.finish_reason + ", " +
+                         duration_text(result.seconds) + "; mean reward " + mean + "; ETA " +
+                         duration_text(eta));
       }
       if (!written) {
         if (sink.value().pipe_closed()) pipe_closed = true;
@@ -400,7 +455,8 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
     }
   };
   std::vector<std::thread> threads;
-  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.common.jobs, 1)), std::max<std::size_t>(todo.size(), 1));
+  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.common.jobs, 1)),
+                                                  std::max<std::size_t>(todo.size(), 1));
   for (std::size_t i = 0; i < count; ++i) threads.emplace_back(worker);
   for (std::thread& thread : threads) thread.join();
   if (pipe_closed) return StageEnd::kPipeClosed;

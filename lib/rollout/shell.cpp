@@ -84,7 +84,8 @@ struct ShellSession::Background {
   bool killed = false;
 };
 
-ShellSession::ShellSession(ShellSettings settings) : settings_(std::move(settings)), cwd_(settings_.workspace) {
+ShellSession::ShellSession(ShellSettings settings)
+    : settings_(std::move(settings)), cwd_(settings_.workspace) {
   (void)make_directories(settings_.scratch + "/cmd");
 }
 
@@ -142,7 +143,8 @@ std::string ShellSession::take_output(const std::string& log_path, std::size_t c
   return out;
 }
 
-ToolResult ShellSession::run(const std::string& command, double timeout_seconds, const std::atomic<int>& stop) {
+ToolResult ShellSession::run(const std::string& command, double timeout_seconds,
+                             const std::atomic<int>& stop) {
   if (command.find_first_not_of(" \t\r\n") == std::string::npos) return ToolResult::fail("command is empty");
   if (!shell_) {
     if (auto started = start_shell(); !started) {
@@ -154,8 +156,8 @@ ToolResult ShellSession::run(const std::string& command, double timeout_seconds,
   ++commands_;
   const std::string marker = "__cudaagent_done_" + random_hex();
   const std::string file = write_command_file("c" + std::to_string(commands_), command);
-  const std::string line = "{ . '" + file + "'\n} </dev/null >&2; printf '%s %d %s\\n' '" + marker +
-                           "' \"$?\" \"$PWD\"\n";
+  const std::string line =
+      "{ . '" + file + "'\n} </dev/null >&2; printf '%s %d %s\\n' '" + marker + "' \"$?\" \"$PWD\"\n";
   const double started = now_seconds();
   const double paused_at_start = settings_.paused_seconds ? settings_.paused_seconds() : 0.0;
   if (auto sent = shell_->send(line, 10.0); !sent) {
@@ -177,7 +179,8 @@ ToolResult ShellSession::run(const std::string& command, double timeout_seconds,
       return ToolResult::fail(output + (output.empty() || output.back() == '\n' ? "" : "\n") +
                               "[the command timed out after " + seconds_text(timeout) +
                               " s: the shell was killed with everything it started; a new shell starts "
-                              "at the next command, in " + cwd_ +
+                              "at the next command, in " +
+                              cwd_ +
                               " (shell variables and functions are gone). Use run_in_background for long "
                               "commands]");
     }
@@ -238,8 +241,8 @@ ToolResult ShellSession::start_background(const std::string& command) {
   job->process.emplace(std::move(process).value());
   background_[id] = std::move(job);
   return ToolResult::ok("Started background command " + id + " in " + spec.working_dir +
-                        ". Read its output with BashOutput(bash_id=\"" + id + "\"), stop it with KillBash(shell_id=\"" +
-                        id + "\").");
+                        ". Read its output with BashOutput(bash_id=\"" + id +
+                        "\"), stop it with KillBash(shell_id=\"" + id + "\").");
 }
 
 ToolResult ShellSession::background_output(const std::string& id, const std::string& filter) {
@@ -247,7 +250,8 @@ ToolResult ShellSession::background_output(const std::string& id, const std::str
   if (found == background_.end()) {
     std::string known;
     for (const auto& [name, job] : background_) known += (known.empty() ? "" : ", ") + name;
-    return ToolResult::fail("no background command '" + id + "'" + (known.empty() ? "" : " (there are: " + known + ")"));
+    return ToolResult::fail("no background command '" + id + "'" +
+                            (known.empty() ? "" : " (there are: " + known + ")"));
   }
   Background& job = *found->second;
   std::optional<detail::Regex> regex;

@@ -69,8 +69,9 @@ void TokenLedger::add_turn(const llm::ChatReply& reply, std::size_t observation_
   turn.reply_ids = reply.token_ids;
   const std::size_t reply_count = reply.token_ids ? reply.token_ids->size() : 0;
   turn.logprobs_known = reply.logprobs && reply.logprobs->size() == reply_count && reply_count > 0;
-  turn.logprobs = turn.logprobs_known ? *reply.logprobs
-                                      : std::vector<float>(reply_count, std::numeric_limits<float>::quiet_NaN());
+  turn.logprobs = turn.logprobs_known
+                      ? *reply.logprobs
+                      : std::vector<float>(reply_count, std::numeric_limits<float>::quiet_NaN());
   all_replies_ = all_replies_ && reply.token_ids.has_value();
   all_prompts_ = all_prompts_ && reply.prompt_token_ids.has_value();
   if (reply.prompt_token_ids) {
@@ -133,7 +134,9 @@ void TokenLedger::write_json(JsonWriter& json, bool base64) const {
   std::size_t at = 0;  // position in response_ids
   for (std::size_t t = 0; t < turns_.size(); ++t) {
     const Turn& turn = turns_[t];
-    json.begin_object().field("kind", t == 0 ? "prompt" : "observation").field("turn", static_cast<std::int64_t>(t));
+    json.begin_object()
+        .field("kind", t == 0 ? "prompt" : "observation")
+        .field("turn", static_cast<std::int64_t>(t));
     json.key("messages").begin_array().value(static_cast<std::int64_t>(turn.observation_begin));
     json.value(static_cast<std::int64_t>(turn.observation_end)).end_array();
     if (flat) {
@@ -147,7 +150,8 @@ void TokenLedger::write_json(JsonWriter& json, bool base64) const {
     json.key("messages").begin_array().value(static_cast<std::int64_t>(turn.reply_message));
     json.value(static_cast<std::int64_t>(turn.reply_message + 1)).end_array();
     if (flat) {
-      json.field("start", static_cast<std::int64_t>(at)).field("length", static_cast<std::int64_t>(turn.reply_ids->size()));
+      json.field("start", static_cast<std::int64_t>(at))
+          .field("length", static_cast<std::int64_t>(turn.reply_ids->size()));
       at += turn.reply_ids->size();
     } else if (turn.reply_ids) {
       json.key("ids");

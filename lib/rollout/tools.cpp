@@ -122,55 +122,63 @@ llm::ToolDefinition tool(const char* name, const char* description, const char* 
 
 const std::vector<llm::ToolDefinition>& tool_definitions() {
   static const std::vector<llm::ToolDefinition> kTools = {
-      tool("Bash",
-           "Run a bash command in your workspace's persistent shell (the working directory, variables "
-           "and functions carry over between calls). The sandbox has no network and no GPU; compile, "
-           "verify and profile with the workspace's commands (bash utils/compile.sh, python3 -m "
-           "utils.verification, python3 -m utils.profiling). Output over 30000 characters is cut in the "
-           "middle. Use run_in_background for commands that run long, then BashOutput.",
-           R"J({"type":"object","properties":{"command":{"type":"string","description":"The command to run"},)J"
-           R"J("timeout":{"type":"number","description":"Milliseconds before the command is stopped (default 120000, at most 600000)"},)J"
-           R"J("description":{"type":"string","description":"What the command does, in a few words"},)J"
-           R"J("run_in_background":{"type":"boolean","description":"Start it in the background and return at once"}},)J"
-           R"J("required":["command"]})J"),
-      tool("Read",
-           "Read a file of the workspace, with line numbers (cat -n style). By default up to 2000 lines "
-           "from the start; give offset (1-based line) and limit for other parts.",
-           R"J({"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file, relative to the workspace or absolute"},)J"
-           R"J("offset":{"type":"integer","description":"First line to read (1-based)"},)J"
-           R"J("limit":{"type":"integer","description":"Number of lines to read"}},"required":["file_path"]})J"),
-      tool("Write",
-           "Create a file, or replace an existing one (which you must Read first). Folders are created as "
-           "needed. model.py, binding.cpp, binding_registry.h, SKILL.md and utils/ are read-only.",
-           R"J({"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file"},)J"
-           R"J("content":{"type":"string","description":"The whole new content"}},"required":["file_path","content"]})J"),
-      tool("Edit",
-           "Replace old_string with new_string in a file you have Read. old_string must match exactly "
-           "(whitespace included) and occur once, unless replace_all is true.",
-           R"J({"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string","description":"The text to replace"},)J"
-           R"J("new_string":{"type":"string","description":"The text to put in its place"},)J"
-           R"J("replace_all":{"type":"boolean","description":"Replace every occurrence"}},"required":["file_path","old_string","new_string"]})J"),
-      tool("MultiEdit",
-           "Several Edit operations on one file, applied in order; if any fails, none is applied.",
-           R"J({"type":"object","properties":{"file_path":{"type":"string"},"edits":{"type":"array","items":{"type":"object",)J"
-           R"J("properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},)J"
-           R"J("required":["old_string","new_string"]}}},"required":["file_path","edits"]})J"),
-      tool("Glob",
-           "List workspace files matching a glob pattern ('*' and '?' within a name, '**' across folders, "
-           "{a,b} alternatives), e.g. \"kernels/*.cu\" or \"**/*.py\".",
-           R"J({"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"Folder to search in (default: the workspace)"}},)J"
-           R"J("required":["pattern"]})J"),
-      tool("Grep",
-           "Search file contents with a regular expression (PCRE). output_mode \"files_with_matches\" "
-           "(default) lists files, \"content\" shows file:line:text, \"count\" counts per file.",
-           R"J({"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"File or folder (default: the workspace)"},)J"
-           R"J("glob":{"type":"string","description":"Only files matching this glob, e.g. \"*.cu\""},)J"
-           R"J("output_mode":{"type":"string","enum":["files_with_matches","content","count"]},)J"
-           R"J("-i":{"type":"boolean","description":"Case-insensitive"},"-C":{"type":"integer","description":"Context lines around each match"},)J"
-           R"J("head_limit":{"type":"integer","description":"At most this many output lines"}},"required":["pattern"]})J"),
-      tool("BashOutput", "New output of a background command since you last asked, and whether it still runs.",
-           R"J({"type":"object","properties":{"bash_id":{"type":"string"},"filter":{"type":"string","description":"Only lines matching this regular expression"}},)J"
-           R"J("required":["bash_id"]})J"),
+      tool(
+          "Bash",
+          "Run a bash command in your workspace's persistent shell (the working directory, variables "
+          "and functions carry over between calls). The sandbox has no network and no GPU; compile, "
+          "verify and profile with the workspace's commands (bash utils/compile.sh, python3 -m "
+          "utils.verification, python3 -m utils.profiling). Output over 30000 characters is cut in the "
+          "middle. Use run_in_background for commands that run long, then BashOutput.",
+          R"J({"type":"object","properties":{"command":{"type":"string","description":"The command to run"},)J"
+          R"J("timeout":{"type":"number","description":"Milliseconds before the command is stopped (default 120000, at most 600000)"},)J"
+          R"J("description":{"type":"string","description":"What the command does, in a few words"},)J"
+          R"J("run_in_background":{"type":"boolean","description":"Start it in the background and return at once"}},)J"
+          R"J("required":["command"]})J"),
+      tool(
+          "Read",
+          "Read a file of the workspace, with line numbers (cat -n style). By default up to 2000 lines "
+          "from the start; give offset (1-based line) and limit for other parts.",
+          R"J({"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file, relative to the workspace or absolute"},)J"
+          R"J("offset":{"type":"integer","description":"First line to read (1-based)"},)J"
+          R"J("limit":{"type":"integer","description":"Number of lines to read"}},"required":["file_path"]})J"),
+      tool(
+          "Write",
+          "Create a file, or replace an existing one (which you must Read first). Folders are created as "
+          "needed. model.py, binding.cpp, binding_registry.h, SKILL.md and utils/ are read-only.",
+          R"J({"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file"},)J"
+          R"J("content":{"type":"string","description":"The whole new content"}},"required":["file_path","content"]})J"),
+      tool(
+          "Edit",
+          "Replace old_string with new_string in a file you have Read. old_string must match exactly "
+          "(whitespace included) and occur once, unless replace_all is true.",
+          R"J({"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string","description":"The text to replace"},)J"
+          R"J("new_string":{"type":"string","description":"The text to put in its place"},)J"
+          R"J("replace_all":{"type":"boolean","description":"Replace every occurrence"}},"required":["file_path","old_string","new_string"]})J"),
+      tool(
+          "MultiEdit",
+          "Several Edit operations on one file, applied in order; if any fails, none is applied.",
+          R"J({"type":"object","properties":{"file_path":{"type":"string"},"edits":{"type":"array","items":{"type":"object",)J"
+          R"J("properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},)J"
+          R"J("required":["old_string","new_string"]}}},"required":["file_path","edits"]})J"),
+      tool(
+          "Glob",
+          "List workspace files matching a glob pattern ('*' and '?' within a name, '**' across folders, "
+          "{a,b} alternatives), e.g. \"kernels/*.cu\" or \"**/*.py\".",
+          R"J({"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"Folder to search in (default: the workspace)"}},)J"
+          R"J("required":["pattern"]})J"),
+      tool(
+          "Grep",
+          "Search file contents with a regular expression (PCRE). output_mode \"files_with_matches\" "
+          "(default) lists files, \"content\" shows file:line:text, \"count\" counts per file.",
+          R"J({"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"File or folder (default: the workspace)"},)J"
+          R"J("glob":{"type":"string","description":"Only files matching this glob, e.g. \"*.cu\""},)J"
+          R"J("output_mode":{"type":"string","enum":["files_with_matches","content","count"]},)J"
+          R"J("-i":{"type":"boolean","description":"Case-insensitive"},"-C":{"type":"integer","description":"Context lines around each match"},)J"
+          R"J("head_limit":{"type":"integer","description":"At most this many output lines"}},"required":["pattern"]})J"),
+      tool(
+          "BashOutput", "New output of a background command since you last asked, and whether it still runs.",
+          R"J({"type":"object","properties":{"bash_id":{"type":"string"},"filter":{"type":"string","description":"Only lines matching this regular expression"}},)J"
+          R"J("required":["bash_id"]})J"),
       tool("KillBash", "Stop a background command.",
            R"J({"type":"object","properties":{"shell_id":{"type":"string"}},"required":["shell_id"]})J"),
   };

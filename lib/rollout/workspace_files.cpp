@@ -31,7 +31,8 @@ std::size_t count_lines(std::string_view text) {
 
 std::size_t count_occurrences(std::string_view text, std::string_view part) {
   std::size_t count = 0;
-  for (std::size_t at = text.find(part); at != std::string_view::npos; at = text.find(part, at + part.size())) {
+  for (std::size_t at = text.find(part); at != std::string_view::npos;
+       at = text.find(part, at + part.size())) {
     ++count;
   }
   return count;
@@ -74,8 +75,7 @@ bool write_all(int fd, std::string_view bytes) {
 }  // namespace
 
 Result<WorkspaceFiles> WorkspaceFiles::open(const std::string& root, const std::string& model_root,
-                                            std::vector<std::string> protected_paths,
-                                            FileToolLimits limits) {
+                                            std::vector<std::string> protected_paths, FileToolLimits limits) {
   WorkspaceFiles files;
   files.root_ = std::filesystem::path(root).lexically_normal().string();
   files.model_root_ = std::filesystem::path(model_root).lexically_normal().string();
@@ -187,7 +187,8 @@ Result<std::string> WorkspaceFiles::read_file(const std::string& relative, Stamp
   if (!fd) return Status::error(detail::open_error(relative, errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::error(detail::open_error(relative, errno));
-  if (S_ISDIR(st.st_mode)) return Status::error("'" + relative + "' is a folder, not a file (use Glob or Bash ls)");
+  if (S_ISDIR(st.st_mode))
+    return Status::error("'" + relative + "' is a folder, not a file (use Glob or Bash ls)");
   if (!S_ISREG(st.st_mode)) return Status::error("'" + relative + "' is not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > limits_.max_read_bytes) {
     return Status::error("'" + relative + "' is " + std::to_string(st.st_size) +
@@ -258,8 +259,8 @@ ToolResult WorkspaceFiles::read(const std::string& path, int offset, int limit) 
            "; read on with offset=" + std::to_string(last + 1) + "]\n";
   }
   if (cut_lines > 0) {
-    out += "[" + std::to_string(cut_lines) + " line(s) longer than " + std::to_string(limits_.max_line_chars) +
-           " characters were cut]\n";
+    out += "[" + std::to_string(cut_lines) + " line(s) longer than " +
+           std::to_string(limits_.max_line_chars) + " characters were cut]\n";
   }
   return ToolResult::ok(std::move(out));
 }
@@ -267,7 +268,8 @@ ToolResult WorkspaceFiles::read(const std::string& path, int offset, int limit) 
 ToolResult WorkspaceFiles::check_writable(const std::string& relative, bool& exists) {
   if (relative == ".") return ToolResult::fail("the workspace itself is a folder, not a file");
   if (is_protected(relative)) {
-    return ToolResult::fail("'" + relative + "' is protected (read-only): model.py, binding.cpp, "
+    return ToolResult::fail("'" + relative +
+                            "' is protected (read-only): model.py, binding.cpp, "
                             "binding_registry.h, SKILL.md and utils/ must not be changed");
   }
   std::string leaf;
@@ -289,7 +291,8 @@ ToolResult WorkspaceFiles::check_writable(const std::string& relative, bool& exi
   if (S_ISDIR(st.st_mode)) return ToolResult::fail(detail::open_error(relative, EISDIR));
   if (!S_ISREG(st.st_mode)) return ToolResult::fail("'" + relative + "' is not a regular file");
   for (const auto& [dev, ino] : protected_inodes_) {
-    if (st.st_dev == dev && st.st_ino == ino) return ToolResult::fail("'" + relative + "' is a protected file");
+    if (st.st_dev == dev && st.st_ino == ino)
+      return ToolResult::fail("'" + relative + "' is a protected file");
   }
   exists = true;
   const auto seen = read_stamps_.find(relative);
@@ -303,7 +306,8 @@ ToolResult WorkspaceFiles::check_writable(const std::string& relative, bool& exi
   return ToolResult::ok("");
 }
 
-ToolResult WorkspaceFiles::replace_file(const std::string& relative, const std::string& content, bool must_exist) {
+ToolResult WorkspaceFiles::replace_file(const std::string& relative, const std::string& content,
+                                        bool must_exist) {
   if (content.size() > limits_.max_write_bytes) {
     return ToolResult::fail("the content is " + std::to_string(content.size()) + " bytes, more than the " +
                             std::to_string(limits_.max_write_bytes) + " a file may have");
@@ -325,7 +329,8 @@ ToolResult WorkspaceFiles::replace_file(const std::string& relative, const std::
       ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
     return ToolResult::fail("cannot write '" + relative + "': " + std::strerror(errno));
   }
-  if (::fstat(fd.get(), &st) == 0) read_stamps_[relative] = Stamp{st.st_dev, st.st_ino, st.st_size, mtime_ns(st)};
+  if (::fstat(fd.get(), &st) == 0)
+    read_stamps_[relative] = Stamp{st.st_dev, st.st_ino, st.st_size, mtime_ns(st)};
   return ToolResult::ok("");
 }
 

@@ -88,7 +88,8 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   while (start <= close) {
     std::size_t comma = pattern.find(',', start);
     if (comma == std::string::npos || comma > close) comma = close;
-    for (const std::string& rest : expand_braces(tail)) out.push_back(head + pattern.substr(start, comma - start) + rest);
+    for (const std::string& rest : expand_braces(tail))
+      out.push_back(head + pattern.substr(start, comma - start) + rest);
     start = comma + 1;
   }
   return out;
@@ -132,7 +133,8 @@ ToolResult WorkspaceFiles::glob(const std::string& pattern, const std::string& p
   if (matched > limits_.max_results) {
     out += "[" + std::to_string(matched - limits_.max_results) + " more matches not shown]\n";
   }
-  if (walk.truncated) out += "[the search stopped after " + std::to_string(limits_.max_walk_entries) + " entries]\n";
+  if (walk.truncated)
+    out += "[the search stopped after " + std::to_string(limits_.max_walk_entries) + " entries]\n";
   return ToolResult::ok(std::move(out));
 }
 
@@ -158,7 +160,8 @@ ToolResult WorkspaceFiles::grep(const GrepArgs& args) {
   } else {
     return ToolResult::fail(detail::open_error(failed_at, errno));
   }
-  const std::vector<std::string> globs = args.glob.empty() ? std::vector<std::string>{} : expand_braces(args.glob);
+  const std::vector<std::string> globs =
+      args.glob.empty() ? std::vector<std::string>{} : expand_braces(args.glob);
   const std::size_t max_lines = args.head_limit && *args.head_limit > 0
                                     ? static_cast<std::size_t>(*args.head_limit)
                                     : limits_.max_results;
@@ -196,7 +199,8 @@ ToolResult WorkspaceFiles::grep(const GrepArgs& args) {
     }
     std::vector<std::size_t> hits;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-      const auto match = regex.value().search(std::string_view(text).substr(lines[i].first, lines[i].second - lines[i].first));
+      const auto match = regex.value().search(
+          std::string_view(text).substr(lines[i].first, lines[i].second - lines[i].first));
       if (match == detail::Regex::Match::kYes) hits.push_back(i);
       if (match == detail::Regex::Match::kTooExpensive) too_complex = true;
     }
@@ -214,8 +218,9 @@ ToolResult WorkspaceFiles::grep(const GrepArgs& args) {
         const std::size_t to = std::min(lines.size(), hit + context_lines + 1);
         if (context_lines > 0 && printed_to > 0 && from > printed_to) emit("--");
         for (std::size_t i = std::max(from, printed_to); i < to; ++i) {
-          std::string line = text.substr(lines[i].first, std::min<std::size_t>(lines[i].second - lines[i].first,
-                                                                             limits_.max_line_chars));
+          std::string line =
+              text.substr(lines[i].first,
+                          std::min<std::size_t>(lines[i].second - lines[i].first, limits_.max_line_chars));
           const char sep = std::binary_search(hits.begin(), hits.end(), i) ? ':' : '-';
           if (!emit(file + sep + std::to_string(i + 1) + sep + line)) break;
         }
@@ -225,9 +230,13 @@ ToolResult WorkspaceFiles::grep(const GrepArgs& args) {
     }
   }
   if (files_matched == 0) out = "No matches for '" + args.pattern + "'\n";
-  if (limited) out += "[output limited to " + std::to_string(lines_out) + " lines; narrow the search or use head_limit]\n";
-  if (walk.truncated) out += "[the search stopped after " + std::to_string(limits_.max_walk_entries) + " entries]\n";
-  if (too_complex) out += "[the pattern was too expensive on some lines; those lines count as not matching]\n";
+  if (limited)
+    out +=
+        "[output limited to " + std::to_string(lines_out) + " lines; narrow the search or use head_limit]\n";
+  if (walk.truncated)
+    out += "[the search stopped after " + std::to_string(limits_.max_walk_entries) + " entries]\n";
+  if (too_complex)
+    out += "[the pattern was too expensive on some lines; those lines count as not matching]\n";
   return ToolResult::ok(std::move(out));
 }
 

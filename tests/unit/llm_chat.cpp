@@ -1,13 +1,12 @@
 // The chat protocol as data: request bodies carry tools, sampling and vLLM's token fields; replies
 // are read with their tool calls, token ids and log-probs in every form servers send them; the
 // client's error classification; the <tool_call> text protocol; the base64 token arrays.
-#include "cudaagent/llm/chat.h"
-
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
 #include <cmath>
 
+#include "cudaagent/llm/chat.h"
 #include "cudaagent/llm/chat_client.h"
 #include "cudaagent/llm/token_array.h"
 #include "cudaagent/llm/tool_text.h"
@@ -41,7 +40,8 @@ TEST_CASE("a request body carries messages, tool calls, tools, sampling and vLLM
   simdjson::dom::parser parser;
   auto root = parse(parser, body);
   CHECK(std::string_view(root["model"]) == "m");
-  CHECK(std::string_view(root["messages"].at(1)["tool_calls"].at(0)["function"]["arguments"]) == R"({"file_path":"a"})");
+  CHECK(std::string_view(root["messages"].at(1)["tool_calls"].at(0)["function"]["arguments"]) ==
+        R"({"file_path":"a"})");
   CHECK(std::string_view(root["messages"].at(1)["tool_calls"].at(0)["type"]) == "function");
   CHECK(root["messages"].at(1)["reasoning"].error() == simdjson::NO_SUCH_FIELD);  // never sent back
   CHECK(std::string_view(root["messages"].at(2)["tool_call_id"]) == "call_1");
@@ -83,7 +83,7 @@ TEST_CASE("a vLLM reply gives content, tool calls, sampled ids, prompt ids, log-
   REQUIRE(r.tool_calls.size() == 2);
   CHECK(r.tool_calls[0].id == "x");
   CHECK(r.tool_calls[0].arguments == R"({"command":"ls"})");
-  CHECK(r.tool_calls[1].id == "call_1");                           // made up
+  CHECK(r.tool_calls[1].id == "call_1");                          // made up
   CHECK(r.tool_calls[1].arguments == R"({"file_path":"m.py"})");  // an object, minified
   CHECK(r.finish_reason == "tool_calls");
   CHECK(*r.token_ids == std::vector<std::int32_t>{7, 8});
@@ -106,7 +106,8 @@ TEST_CASE("ids named in logprob entries stand in for token_ids; a null logprob i
   CHECK(std::isnan((*reply.value().logprobs)[1]));
   CHECK_FALSE(reply.value().prompt_token_ids);
   // Token strings that are text: no ids.
-  auto text = parse_chat_reply(R"({"choices":[{"message":{"content":"hi"},"logprobs":{"content":[{"token":"h","logprob":-1}]}}]})");
+  auto text = parse_chat_reply(
+      R"({"choices":[{"message":{"content":"hi"},"logprobs":{"content":[{"token":"h","logprob":-1}]}}]})");
   REQUIRE(text);
   CHECK_FALSE(text.value().token_ids);
   CHECK(text.value().logprobs->size() == 1);
@@ -127,13 +128,15 @@ TEST_CASE("chat URLs, context overflow and refused token fields are recognised")
   CHECK(is_context_overflow(R"({"message":"This model's maximum context length is 32768 tokens."})"));
   CHECK_FALSE(is_context_overflow(R"({"message":"model not found"})"));
   CHECK(rejects_token_fields("Unrecognized request argument supplied: return_token_ids"));
-  CHECK(rejects_token_fields(R"({"detail":[{"loc":["body","return_token_ids"],"msg":"Extra inputs are not permitted"}]})"));
+  CHECK(rejects_token_fields(
+      R"({"detail":[{"loc":["body","return_token_ids"],"msg":"Extra inputs are not permitted"}]})"));
   CHECK_FALSE(rejects_token_fields("maximum context length exceeded"));
 }
 
 TEST_CASE("<tool_call> blocks are read in order; malformed ones are calls without a name") {
   const std::string content =
-      "I will look.\n<tool_call>\n{\"name\": \"Read\", \"arguments\": {\"file_path\": \"model.py\"}}\n</tool_call>\n"
+      "I will look.\n<tool_call>\n{\"name\": \"Read\", \"arguments\": {\"file_path\": "
+      "\"model.py\"}}\n</tool_call>\n"
       "<tool_call>{\"name\": \"Bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}</tool_call>"
       "<tool_call>{not json}</tool_call><tool_call>{\"arguments\": {}}</tool_call>"
       "<tool_call>{\"name\": \"Glob\", \"arguments\": {\"pattern\": \"*\"}}";
@@ -163,7 +166,7 @@ TEST_CASE("token arrays round-trip through little-endian base64") {
   const std::vector<float> lp = {0.0f, -0.25f, -1e-8f, -30.5f};
   CHECK(*decode_f32_base64(encode_f32_base64(lp)) == lp);
   CHECK(encode_u8_base64({1, 0, 1}) == "AQAB");
-  CHECK_FALSE(decode_u32_base64("AQA"));        // not a whole base64 quantum
-  CHECK_FALSE(decode_u32_base64("AQAB"));       // 3 bytes: not whole words
-  CHECK_FALSE(decode_u32_base64("!!!!!!!!"));   // not base64
+  CHECK_FALSE(decode_u32_base64("AQA"));       // not a whole base64 quantum
+  CHECK_FALSE(decode_u32_base64("AQAB"));      // 3 bytes: not whole words
+  CHECK_FALSE(decode_u32_base64("!!!!!!!!"));  // not base64
 }

@@ -1,8 +1,6 @@
 // The evaluation socket with a stand-in evaluator (the shims' protocol: one word in, "exit N" and
 // text out), the evaluation budget, unknown requests; the replay script format; and the text the
 // verification shim prints for a verify value.
-#include "cudaagent/rollout/eval_server.h"
-
 #include <doctest/doctest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,6 +8,7 @@
 
 #include <cstring>
 
+#include "cudaagent/rollout/eval_server.h"
 #include "cudaagent/rollout/local_evaluator.h"
 #include "cudaagent/rollout/policy.h"
 #include "test_support.h"
@@ -22,7 +21,9 @@ namespace {
 class FakeEvaluator final : public EpisodeEvaluator {
  public:
   EvalReply compile(const EvalRequest& r) override { return {"built " + r.task_id + "\n", 0, "compiled"}; }
-  EvalReply verify(const EvalRequest& r) override { return {"verified " + r.workspace + "\n", 1, "FAIL_INCORRECT"}; }
+  EvalReply verify(const EvalRequest& r) override {
+    return {"verified " + r.workspace + "\n", 1, "FAIL_INCORRECT"};
+  }
   EvalReply profile(const EvalRequest&) override { return {"timed\n", 0, "PASS"}; }
   FinalScore final_score(const EvalRequest&) override { return {}; }
 };
@@ -38,7 +39,8 @@ std::string ask(const std::string& socket_path, const std::string& line) {
   REQUIRE(::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
   std::string out;
   char buffer[256];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+    out.append(buffer, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
 }
@@ -70,7 +72,8 @@ TEST_CASE("the evaluation socket answers the shims' three words, within the epis
 
 TEST_CASE("replay scripts give one reply per turn and end the episode when they run out") {
   auto script = parse_replay_script(
-      "{\"content\": \"look\", \"tool_calls\": [{\"name\": \"Read\", \"arguments\": {\"file_path\": \"m.py\"}}]}\n"
+      "{\"content\": \"look\", \"tool_calls\": [{\"name\": \"Read\", \"arguments\": {\"file_path\": "
+      "\"m.py\"}}]}\n"
       "\n"
       "{\"tool_calls\": [{\"name\": \"Bash\", \"arguments\": \"{not json\"}, {\"name\": \"Glob\"}]}\n"
       "{\"content\": \"done\"}\n",

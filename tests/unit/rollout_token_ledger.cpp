@@ -1,14 +1,13 @@
 // The token ledger on synthetic turns: one exact sequence when each prompt extends the last, the
 // per-turn reconstruction when a prompt re-tokenises earlier text, and the degraded statuses when
 // a server gives fewer ids.
-#include "cudaagent/rollout/token_ledger.h"
-
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
 #include <cmath>
 
 #include "cudaagent/llm/token_array.h"
+#include "cudaagent/rollout/token_ledger.h"
 
 using cudaagent::JsonWriter;
 using cudaagent::llm::ChatReply;
@@ -46,7 +45,7 @@ TEST_CASE("prompts that extend the last sequence give one exact sequence with a 
   const auto& lp = ledger.logprobs();
   REQUIRE(lp.size() == 8);
   CHECK(lp[0] == -0.5f);
-  CHECK(lp[2] == 0.0f);                            // observation
+  CHECK(lp[2] == 0.0f);                             // observation
   CHECK((std::isnan(lp[6]) && std::isnan(lp[7])));  // a reply without log-probs
   CHECK(ledger.context_tokens() == 11);
 

@@ -2,14 +2,13 @@
 // failures) and the shell behind Bash, BashOutput and KillBash, run here without the OS sandbox:
 // state that persists, exit codes, cut output, timeouts and exits that restart the shell in the
 // same folder, background commands, and the clock that stops while an evaluation runs.
-#include "cudaagent/rollout/tools.h"
-
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
+#include "cudaagent/rollout/tools.h"
 #include "test_support.h"
 
 using cudaagent::llm::ToolCall;
@@ -70,8 +69,10 @@ TEST_CASE("the dispatcher answers malformed, unknown and mistyped calls with err
   CHECK(has(tools.call(call("Read", "{}"), kNoStop), "missing argument \"file_path\""));
   CHECK(has(tools.call(call("Read", ""), kNoStop), "missing argument \"file_path\""));
   CHECK(has(tools.call(call("Read", R"({"file_path": 7})"), kNoStop), "\"file_path\" must be a string"));
-  CHECK(has(tools.call(call("Read", R"({"file_path": "model.py", "limit": "many"})"), kNoStop), "must be a number"));
-  CHECK_FALSE(tools.call(call("Read", R"({"file_path": "model.py", "limit": "1", "note": "extra"})"), kNoStop).error);
+  CHECK(has(tools.call(call("Read", R"({"file_path": "model.py", "limit": "many"})"), kNoStop),
+            "must be a number"));
+  CHECK_FALSE(
+      tools.call(call("Read", R"({"file_path": "model.py", "limit": "1", "note": "extra"})"), kNoStop).error);
   CHECK(has(tools.call(call("MultiEdit", R"({"file_path": "k.cu", "edits": [{"old_string": 1}]})"), kNoStop),
             "edits[0]"));
   CHECK(has(tools.call(call("Grep", R"({"pattern": "x", "-i": "yes"})"), kNoStop), "true or false"));
@@ -80,9 +81,11 @@ TEST_CASE("the dispatcher answers malformed, unknown and mistyped calls with err
   CHECK(has(unknown, "unknown tool 'rm_rf'"));
   CHECK(has(unknown, "Bash, Read, Write"));
   // A well-formed call goes through, and the Write lands in the workspace.
-  CHECK_FALSE(tools.call(call("Write", R"({"file_path": "kernels/k.cu", "content": "int k;\n"})"), kNoStop).error);
+  CHECK_FALSE(
+      tools.call(call("Write", R"({"file_path": "kernels/k.cu", "content": "int k;\n"})"), kNoStop).error);
   CHECK(read_file(f.ws + "/kernels/k.cu") == "int k;\n");
-  const ToolResult bash = tools.call(call("Bash", R"({"command": "cat kernels/k.cu", "description": "show"})"), kNoStop);
+  const ToolResult bash =
+      tools.call(call("Bash", R"({"command": "cat kernels/k.cu", "description": "show"})"), kNoStop);
   CHECK(bash.text == "int k;\n");
   // Long results are cut in the middle, with a note.
   ToolBox small(files.value(), shell, 100);

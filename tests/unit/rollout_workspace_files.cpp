@@ -1,14 +1,13 @@
 // The file tools on a real folder: paths confined to the workspace (absolute, "..", links in and
 // out, FIFOs), protected files by name and inode, Write only after Read, Edit and MultiEdit
 // semantics, Glob patterns, Grep modes — every misuse an error result, never a crash or a hang.
-#include "cudaagent/rollout/workspace_files.h"
-
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "cudaagent/rollout/workspace_files.h"
 #include "test_support.h"
 
 using cudaagent::rollout::EditSpec;
@@ -52,7 +51,7 @@ TEST_CASE("paths resolve beneath the workspace, whichever way the model names th
   CHECK(files.relative_path("kernels/a.cu").value() == "kernels/a.cu");
   CHECK(files.relative_path("./kernels//a.cu").value() == "kernels/a.cu");
   CHECK(files.relative_path("/workspace/kernels/a.cu").value() == "kernels/a.cu");  // the model's view
-  CHECK(files.relative_path(f.ws + "/model.py").value() == "model.py");            // the host path
+  CHECK(files.relative_path(f.ws + "/model.py").value() == "model.py");             // the host path
   CHECK(files.relative_path("kernels/../model.py").value() == "model.py");
   CHECK(files.relative_path("/workspace").value() == ".");
   CHECK_FALSE(files.relative_path("../secret"));
@@ -61,7 +60,8 @@ TEST_CASE("paths resolve beneath the workspace, whichever way the model names th
   CHECK_FALSE(files.relative_path("/workspace2/x"));
   CHECK_FALSE(files.relative_path(""));
   CHECK_FALSE(files.relative_path(std::string("a\0b", 3)));
-  CHECK(files.relative_path("/etc/passwd").status().message().find("outside the workspace") != std::string::npos);
+  CHECK(files.relative_path("/etc/passwd").status().message().find("outside the workspace") !=
+        std::string::npos);
 }
 
 TEST_CASE("Read numbers lines, pages with offset and limit, and refuses what it must not open") {

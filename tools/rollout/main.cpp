@@ -5,12 +5,13 @@
 
 int main(int argc, char** argv) {
   cudaagent::rollout::RolloutOptions options;
-  CLI::App app{"Run ReAct episodes on tasks: the model writes, compiles, verifies and profiles kernels in a "
-               "sandboxed workspace; print one trajectory record per episode with its final verify, "
-               "profile and reward.", "cudaagent-rollout"};
+  CLI::App app{
+      "Run ReAct episodes on tasks: the model writes, compiles, verifies and profiles kernels in a "
+      "sandboxed workspace; print one trajectory record per episode with its final verify, "
+      "profile and reward.",
+      "cudaagent-rollout"};
   cudaagent::rollout::add_rollout_flags(app, options);
-  return cudaagent::run_tool("cudaagent-rollout", app, options.common, argc, argv,
-                             [&](cudaagent::Session& session) {
-                               return cudaagent::rollout::run_rollout(options, session);
-                             });
+  return cudaagent::run_tool(
+      "cudaagent-rollout", app, options.common, argc, argv,
+      [&](cudaagent::Session& session) { return cudaagent::rollout::run_rollout(options, session); });
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Episodes that end while other episodes' evaluations run: the evaluator's warm workers must not die
 # with the threads of an episode that ended (a child the project spawns gets PR_SET_PDEATHSIG, which
-# fires when the thread that spawned it ends). Three episodes at once verify twice each and are scored; every evaluation must
-# get a verdict, none an INFRA_ERROR.
+# fires when the thread that spawned it ends). Three episodes at once verify twice each and are
+# scored; every evaluation must get a verdict, none an INFRA_ERROR.
 source "$(dirname "$0")/../lib.sh"
 bin=$1
 source "$(dirname "$0")/lib.bash"

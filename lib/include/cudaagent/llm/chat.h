@@ -18,13 +18,13 @@
 namespace cudaagent::llm {
 
 struct ToolCall {
-  std::string id;         // the server's call id; "call_<turn>_<n>" when it gives none
+  std::string id;  // the server's call id; "call_<turn>_<n>" when it gives none
   std::string name;
   std::string arguments;  // JSON text as the model wrote it: may be malformed, never re-encoded
 };
 
 struct ChatMessage {
-  std::string role;                  // "system", "user", "assistant" or "tool"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant messages
   std::string tool_call_id;          // tool messages: the call answered
@@ -43,9 +43,9 @@ struct ToolDefinition {
 struct SamplingSettings {
   double temperature = 1.0;
   double top_p = 1.0;
-  std::optional<int> top_k;        // vLLM extension; -1 or unset: off
-  std::optional<double> min_p;     // vLLM extension
-  int max_tokens = 8192;           // per reply; the episode lowers it near the context limit
+  std::optional<int> top_k;     // vLLM extension; -1 or unset: off
+  std::optional<double> min_p;  // vLLM extension
+  int max_tokens = 8192;        // per reply; the episode lowers it near the context limit
   std::optional<std::int64_t> seed;
   std::vector<std::string> stop;
 };
@@ -69,10 +69,10 @@ struct ChatRequest {
 };
 
 struct ChatReply {
-  std::string content;                // "" when the server sent null
-  std::string reasoning;              // reasoning_content / reasoning, when the server splits it
-  std::vector<ToolCall> tool_calls;   // the server's parsed calls (native tool calling)
-  std::string finish_reason;          // "stop", "length", "tool_calls", ...; "" when absent
+  std::string content;               // "" when the server sent null
+  std::string reasoning;             // reasoning_content / reasoning, when the server splits it
+  std::vector<ToolCall> tool_calls;  // the server's parsed calls (native tool calling)
+  std::string finish_reason;         // "stop", "length", "tool_calls", ...; "" when absent
   std::optional<std::vector<std::int32_t>> token_ids;         // sampled ids, in order
   std::optional<std::vector<float>> logprobs;                 // one per sampled token
   std::optional<std::vector<std::int32_t>> prompt_token_ids;  // the prompt as the server saw it

@@ -19,11 +19,11 @@
 namespace cudaagent::llm {
 
 struct ChatEndpoint {
-  std::string url;                      // base URL or the full .../chat/completions URL
-  std::string api_key;                  // sent as "Authorization: Bearer <key>" when not empty
-  double timeout_seconds = 600;         // one request, the whole transfer
+  std::string url;               // base URL or the full .../chat/completions URL
+  std::string api_key;           // sent as "Authorization: Bearer <key>" when not empty
+  double timeout_seconds = 600;  // one request, the whole transfer
   double connect_timeout_seconds = 10;
-  RetryPolicy retry;                    // 3 retries from 1 s, doubling, at most 30 s
+  RetryPolicy retry;  // 3 retries from 1 s, doubling, at most 30 s
 };
 
 // Why a request gave no reply, for the caller's decision (an episode ends differently on each).

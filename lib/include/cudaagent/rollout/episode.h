@@ -23,29 +23,29 @@
 namespace cudaagent::rollout {
 
 struct EpisodeSettings {
-  std::string model;                   // sent to the server and recorded
-  llm::SamplingSettings sampling;      // max_tokens is lowered near the context limit
+  std::string model;               // sent to the server and recorded
+  llm::SamplingSettings sampling;  // max_tokens is lowered near the context limit
   llm::TokenOptions tokens;
   std::string tool_protocol = "native";  // "native" (tools in the request) or "text" (<tool_call>)
-  std::string extra_members;           // extra request body members (ChatRequest::extra_members)
+  std::string extra_members;             // extra request body members (ChatRequest::extra_members)
   int max_turns = 150;
   std::int64_t max_context_tokens = 131072;
-  double max_seconds = 4 * 3600.0;     // wall time of the loop (the final score is not counted)
-  int max_evaluations = 200;           // compile/verify/profile requests of one episode
-  bool base64_tokens = true;           // token arrays as base64 (else JSON arrays)
-  std::string work_dir = "/tmp";       // where each episode's private folder is made
+  double max_seconds = 4 * 3600.0;  // wall time of the loop (the final score is not counted)
+  int max_evaluations = 200;        // compile/verify/profile requests of one episode
+  bool base64_tokens = true;        // token arrays as base64 (else JSON arrays)
+  std::string work_dir = "/tmp";    // where each episode's private folder is made
   bool keep_workspaces = false;
   // The agent's shell.
-  SandboxWrapper sandbox;              // empty: the shell runs unsandboxed (allowed by the user)
+  SandboxWrapper sandbox;  // empty: the shell runs unsandboxed (allowed by the user)
   std::string sandbox_summary = "none";
   std::vector<std::string> shell_readable;  // extra read-only paths (torch, toolkit)
   std::string shell_path = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
   double command_timeout_seconds = 120;
   double max_command_timeout_seconds = 600;
   ProcessLimits shell_limits;
-  std::string skill_text;              // SKILL.md, shown in the system prompt and the workspace
-  std::string policy_name;             // "server" or "replay:FILE", for the id and the record
-  std::string endpoint;                // for the record
+  std::string skill_text;   // SKILL.md, shown in the system prompt and the workspace
+  std::string policy_name;  // "server" or "replay:FILE", for the id and the record
+  std::string endpoint;     // for the record
 };
 
 struct EpisodeTask {
@@ -58,14 +58,14 @@ struct EpisodeTask {
 };
 
 struct EpisodeResult {
-  bool finished = false;     // false: stopped by a signal before the end (not written, not stored)
-  std::string record;        // the trajectory record, '\n'-terminated, when finished
+  bool finished = false;  // false: stopped by a signal before the end (not written, not stored)
+  std::string record;     // the trajectory record, '\n'-terminated, when finished
   std::string finish_reason;
   std::string verdict;
   std::optional<double> reward;
   int turns = 0;
   double seconds = 0;
-  std::string error;         // why the episode could not even start (INFRA: no workspace, ...)
+  std::string error;  // why the episode could not even start (INFRA: no workspace, ...)
 };
 
 // Runs one episode. Never throws; a failure to set the episode up is `error` (and no record).

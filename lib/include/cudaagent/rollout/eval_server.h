@@ -22,8 +22,8 @@
 namespace cudaagent::rollout {
 
 struct EvalCall {
-  std::string op;        // "compile", "verify", "profile", or what an unknown request said
-  int turn = 0;          // the episode's turn when it was asked
+  std::string op;  // "compile", "verify", "profile", or what an unknown request said
+  int turn = 0;    // the episode's turn when it was asked
   double seconds = 0;
   int exit_code = 0;
   std::string verdict;

@@ -33,12 +33,12 @@ struct EvalReply {
 
 // The episode's final judgement: the values of the record's verify, profile and reward keys.
 struct FinalScore {
-  std::string verify_json;                // always set
-  std::string profile_json;               // empty when not profiled (not PASS)
-  std::string reward_json;                // empty when no reward could be given (INFRA_ERROR)
-  std::string verdict;                    // the deciding verdict (profile's when it overrides)
+  std::string verify_json;   // always set
+  std::string profile_json;  // empty when not profiled (not PASS)
+  std::string reward_json;   // empty when no reward could be given (INFRA_ERROR)
+  std::string verdict;       // the deciding verdict (profile's when it overrides)
   std::optional<double> reward;
-  std::string candidate_files_json;       // {"model_new.py": text, "kernels/x.cu": text, ...}
+  std::string candidate_files_json;  // {"model_new.py": text, "kernels/x.cu": text, ...}
 };
 
 class EpisodeEvaluator {

@@ -39,8 +39,8 @@ struct LocalEvaluatorSettings {
   VerifySettings verify;    // device, python, cache, sandbox (installed by the caller)
   ProfileSettings profile;  // the same device, python, cache and sandbox
   RewardSettings reward;
-  int slots = 1;            // evaluations at once (one per GPU)
-  int build_slots = 2;      // compile requests at once
+  int slots = 1;              // evaluations at once (one per GPU)
+  int build_slots = 2;        // compile requests at once
   bool profile_final = true;  // the final score profiles a PASS (off: verify and reward only)
 };
 
@@ -85,8 +85,8 @@ class LocalEvaluator final : public EpisodeEvaluator {
   Outcome run_verify(const EvalRequest& request, const std::string& key);
   Outcome run_profile(const EvalRequest& request, const std::string& key);
   std::optional<Outcome> cached(std::map<std::string, Outcome>& cache, const std::string& key);
-  void remember(std::map<std::string, Outcome>& cache, std::deque<std::string>& order,
-                const std::string& key, const Outcome& outcome);
+  void remember(std::map<std::string, Outcome>& cache, std::deque<std::string>& order, const std::string& key,
+                const Outcome& outcome);
 
   LocalEvaluatorSettings settings_;
   TorchEnv torch_;

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "cudaagent/cli.h"
@@ -21,18 +20,18 @@ struct RolloutOptions {
   CommonOptions common;
   EpisodeSettings episode;
   LocalEvaluatorSettings evaluator;
-  std::string endpoint;              // --endpoint
-  std::string api_key_env;           // --api-key-env
-  std::string policy = "server";     // "server" or "replay:FILE"
+  std::string endpoint;           // --endpoint
+  std::string api_key_env;        // --api-key-env
+  std::string policy = "server";  // "server" or "replay:FILE"
   std::string device = "cuda";
   int episodes_per_task = 1;
   std::string token_encoding = "base64";
   bool no_token_ids = false;
-  std::string extra_body;            // --extra-body: a JSON object merged into every request
+  std::string extra_body;  // --extra-body: a JSON object merged into every request
   double request_timeout = 600;
   int retries = 3;
   double backoff = 1.0;
-  std::string skill_path;            // --skill: default share/skill/SKILL.md
+  std::string skill_path;  // --skill: default share/skill/SKILL.md
   SandboxFlags sandbox;
   std::string python, cache_dir, arch;
 };

@@ -25,17 +25,17 @@
 namespace cudaagent::rollout {
 
 struct ShellSettings {
-  std::string workspace;                  // absolute host path: the shell's start directory, writable
+  std::string workspace;                     // absolute host path: the shell's start directory, writable
   std::vector<std::string> protected_paths;  // absolute paths bound read-only over the workspace
-  std::vector<std::string> readable;      // more read-only binds (the evaluation socket's folder)
-  std::string scratch;                    // private host folder for command files and logs
-  SandboxWrapper wrap;                    // empty: run unsandboxed (the user allowed it)
-  std::vector<std::string> env;           // the shell's whole environment
+  std::vector<std::string> readable;         // more read-only binds (the evaluation socket's folder)
+  std::string scratch;                       // private host folder for command files and logs
+  SandboxWrapper wrap;                       // empty: run unsandboxed (the user allowed it)
+  std::vector<std::string> env;              // the shell's whole environment
   double default_timeout_seconds = 120;
   double max_timeout_seconds = 600;
-  std::size_t output_cap_bytes = 30000;   // of a command's output shown to the model
-  ProcessLimits limits;                   // for the shell and background commands
-  int max_background = 8;                 // background commands alive at once
+  std::size_t output_cap_bytes = 30000;  // of a command's output shown to the model
+  ProcessLimits limits;                  // for the shell and background commands
+  int max_background = 8;                // background commands alive at once
   // Seconds the evaluator has spent on this episode so far: a command's clock stops while it
   // waits for an evaluation. Empty: no such pause.
   std::function<double()> paused_seconds;

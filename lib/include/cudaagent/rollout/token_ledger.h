@@ -59,7 +59,7 @@ class TokenLedger {
     std::optional<std::size_t> prompt_reused;  // of the previous turn's sequence; unset: no prompt ids
     std::vector<std::int32_t> prompt_added;    // the prompt's ids after the reused part
     std::optional<std::vector<std::int32_t>> reply_ids;
-    std::vector<float> logprobs;               // one per reply id, NaN where the server gave none
+    std::vector<float> logprobs;  // one per reply id, NaN where the server gave none
     bool logprobs_known = false;
   };
 

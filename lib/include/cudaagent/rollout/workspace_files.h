@@ -30,23 +30,23 @@ struct ToolResult {
 };
 
 struct FileToolLimits {
-  std::size_t max_read_bytes = 8u << 20;    // a file larger than this is not read whole
+  std::size_t max_read_bytes = 8u << 20;  // a file larger than this is not read whole
   int default_read_lines = 2000;
-  std::size_t max_line_chars = 2000;        // longer lines are cut, with a note
-  std::size_t max_output_bytes = 100000;    // of any one result
+  std::size_t max_line_chars = 2000;      // longer lines are cut, with a note
+  std::size_t max_output_bytes = 100000;  // of any one result
   std::size_t max_write_bytes = 4u << 20;
-  std::size_t max_walk_entries = 20000;     // Glob/Grep stop (and say so) after this many
-  std::size_t max_results = 500;            // Glob paths, Grep lines, unless head_limit
+  std::size_t max_walk_entries = 20000;  // Glob/Grep stop (and say so) after this many
+  std::size_t max_results = 500;         // Glob paths, Grep lines, unless head_limit
 };
 
 struct GrepArgs {
-  std::string pattern;                  // PCRE2, UTF-8
-  std::string path;                     // file or folder; empty: the workspace
-  std::string glob;                     // only files whose relative path (or name) matches
+  std::string pattern;                             // PCRE2, UTF-8
+  std::string path;                                // file or folder; empty: the workspace
+  std::string glob;                                // only files whose relative path (or name) matches
   std::string output_mode = "files_with_matches";  // or "content", "count"
   bool case_insensitive = false;
-  int context = 0;                      // lines before and after each match ("content")
-  std::optional<int> head_limit;        // at most this many output lines
+  int context = 0;                // lines before and after each match ("content")
+  std::optional<int> head_limit;  // at most this many output lines
 };
 
 struct EditSpec {
@@ -61,8 +61,7 @@ class WorkspaceFiles {
   // `protected_paths`: relative names the tools must not change; a name ending in '/' protects a
   // folder and everything in it. A Status when `root` cannot be opened as a folder.
   static Result<WorkspaceFiles> open(const std::string& root, const std::string& model_root,
-                                     std::vector<std::string> protected_paths,
-                                     FileToolLimits limits = {});
+                                     std::vector<std::string> protected_paths, FileToolLimits limits = {});
   WorkspaceFiles(WorkspaceFiles&& other) noexcept;
   WorkspaceFiles& operator=(WorkspaceFiles&& other) noexcept;
   WorkspaceFiles(const WorkspaceFiles&) = delete;
