@@ -6,13 +6,13 @@
 #   fixed       a kernel that does not compile first (nvcc's errors reach the agent), then the fix
 #               -> FAIL_COMPILE in the first evaluation, PASS at the end
 #   fallback    model_new.py calls torch instead of its kernel -> reward -1
-#   concurrent  N honest episodes at once (default 16), one evaluation slot: evaluation latency
+#   concurrent  N honest episodes at once (default 8), one evaluation slot: evaluation latency
 #               and queueing per episode
 #   serve       only when SERVE_URL is set (cudaagent-train serve, or any server): 4 episodes of
 #               up to 10 turns against it, to show the loop survives a real sampler
 # Prints a table; exits 1 on any mismatch, 2 on a usage error.
 # Usage: tests/gpu/rollout_check.sh BIN_DIR OUT [--device cuda|cpu]   (default cuda)
-#   env: CONCURRENT (default 16), SERVE_URL, SERVE_MODEL (default "policy")
+#   env: CONCURRENT (default 8), SERVE_URL, SERVE_MODEL (default "policy")
 # On a CPU-only machine `--device cpu` runs the same episodes on the CPU example (a smoke test).
 set -uo pipefail
 (($# == 2 || $# == 4)) || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -111,7 +111,7 @@ episode fallback
 ok=0; [[ $(field fallback .reward.value) == -1 ]] && ok=1
 row fallback $ok "verdict $(field fallback .verify.verdict): $(field fallback .verify.reason | cut -c1-80)"
 
-n=${CONCURRENT:-16}
+n=${CONCURRENT:-8}
 cp "$out/honest.script" "$out/concurrent.script"
 episode concurrent --episodes-per-task "$n" --jobs "$n" --eval-slots 1 -q
 summary=$(python3 - "$out/concurrent.jsonl" <<'P'
