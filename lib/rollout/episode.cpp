@@ -44,6 +44,8 @@ struct TurnSpan {
   std::string finish_reason;
   std::optional<std::int64_t> prompt_tokens, completion_tokens;
   bool text_protocol = false;  // its calls were read from the text
+  bool token_prompt = false;   // its prompt went as ids
+  std::string note;            // why a token-prompt turn went as messages
   std::vector<CallSpan> calls;
 };
 
@@ -233,6 +235,8 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
     span.finish_reason = got.reply.finish_reason;
     span.prompt_tokens = got.reply.prompt_tokens;
     span.completion_tokens = got.reply.completion_tokens;
+    span.token_prompt = got.token_prompt;
+    span.note = got.note;
     ledger.add_turn(got.reply, observation_begin, messages.size(), messages.size());
     if (got.reply.finish_reason == "script_end") {
       finish_reason = "script_end";
@@ -244,7 +248,11 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
       calls = llm::parse_text_tool_calls(reply.content, static_cast<std::size_t>(tool_calls));
       span.text_protocol = !calls.empty();
     }
-    const bool native_calls = !reply.tool_calls.empty();
+    // Results go back as tool messages when the server parsed the calls, or when prompts go as ids
+    // with the native protocol (the server's template then renders them as the model was trained;
+    // the calls read from the text are attached to the reply, as a tool message needs).
+    const bool native_calls = !reply.tool_calls.empty() || (settings.token_prompts && !text_protocol);
+    if (native_calls && reply.tool_calls.empty()) reply.tool_calls = calls;
     messages.push_back(reply);
     if (calls.empty()) {
       turns.push_back(std::move(span));
@@ -338,6 +346,8 @@ EpisodeResult run_episode(const EpisodeTask& task, const EpisodeSettings& settin
     write_optional(w, "prompt_tokens", s.prompt_tokens);
     write_optional(w, "completion_tokens", s.completion_tokens);
     if (s.text_protocol) w.field("text_protocol", true);
+    if (s.token_prompt) w.field("token_prompt", true);
+    if (!s.note.empty()) w.field("note", s.note);
     w.key("calls").begin_array();
     for (const CallSpan& call : s.calls) {
       w.begin_object()

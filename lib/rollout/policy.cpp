@@ -3,15 +3,68 @@
 
 #include <simdjson.h>
 
+#include "cudaagent/llm/token_prompt.h"
 #include "cudaagent/paths.h"
 
 namespace cudaagent::rollout {
 
+Result<std::vector<std::int32_t>> ServerPolicy::token_prompt(const llm::ChatRequest& request,
+                                                              const std::atomic<int>& stop) {
+  if (sequence_.empty()) return Status::error("no previous sequence");
+  if (!last_finished_) return Status::error("the last reply did not end with its end-of-turn token");
+  std::size_t last_reply = request.messages.size();
+  while (last_reply > 0 && request.messages[last_reply - 1].role != "assistant") --last_reply;
+  if (last_reply == 0) return Status::error("no previous reply");
+  const std::vector<llm::ChatMessage> closed_messages(request.messages.begin(),
+                                                      request.messages.begin() + static_cast<std::ptrdiff_t>(last_reply));
+  auto closed = client_.tokenize(request.model, closed_messages, request.tools, false, stop);
+  if (!closed) return closed.status().with_context("/tokenize");
+  auto open = client_.tokenize(request.model, request.messages, request.tools, true, stop);
+  if (!open) return open.status().with_context("/tokenize");
+  auto observation = llm::observation_ids(closed.value(), open.value(), sequence_.back());
+  if (!observation) return observation.status();
+  std::vector<std::int32_t> prompt = sequence_;
+  prompt.insert(prompt.end(), observation.value().begin(), observation.value().end());
+  return prompt;
+}
+
 Result<PolicyReply> ServerPolicy::next(const llm::ChatRequest& request, const std::atomic<int>& stop,
                                        llm::ChatFailure& failure) {
+  std::string note;
+  if (token_prompts_ && !sequence_.empty()) {
+    auto prompt = token_prompt(request, stop);
+    if (prompt) {
+      llm::CompletionRequest completion{request.model, prompt.value(), request.sampling, request.tokens,
+                                        request.extra_members};
+      auto outcome = client_.complete_tokens(completion, stop, on_retry_, &failure);
+      if (!outcome && failure != llm::ChatFailure::kRejected) return outcome.status();
+      if (outcome && outcome.value().reply.token_ids && !outcome.value().reply.token_ids->empty()) {
+        PolicyReply out{std::move(outcome.value().reply), outcome.value().seconds, outcome.value().tries, true, {}};
+        out.reply.prompt_token_ids = prompt.value();  // exactly what was sent
+        sequence_ = prompt.value();
+        sequence_.insert(sequence_.end(), out.reply.token_ids->begin(), out.reply.token_ids->end());
+        last_finished_ = out.reply.finish_reason == "stop";
+        return out;
+      }
+      note = outcome ? "/v1/completions returned no token ids" : outcome.status().message();
+    } else {
+      note = prompt.status().message();
+    }
+    if (stop.load() != 0) {
+      failure = llm::ChatFailure::kStopped;
+      return Status::error("stopped by a signal");
+    }
+  }
   auto outcome = client_.complete(request, stop, on_retry_, &failure);
   if (!outcome) return outcome.status();
-  return PolicyReply{std::move(outcome.value().reply), outcome.value().seconds, outcome.value().tries};
+  PolicyReply out{std::move(outcome.value().reply), outcome.value().seconds, outcome.value().tries, false, note};
+  sequence_.clear();
+  if (token_prompts_ && out.reply.prompt_token_ids && out.reply.token_ids) {
+    sequence_ = *out.reply.prompt_token_ids;
+    sequence_.insert(sequence_.end(), out.reply.token_ids->begin(), out.reply.token_ids->end());
+    last_finished_ = out.reply.finish_reason == "stop" || out.reply.finish_reason == "tool_calls";
+  }
+  return out;
 }
 
 Result<ReplayScript> parse_replay_script(const std::string& text, const std::string& name) {

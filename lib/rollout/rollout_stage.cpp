@@ -171,6 +171,11 @@ void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
   app.add_flag("--no-token-ids", o.no_token_ids,
                "Do not ask for token ids and log-probs (servers that "
                "reject vLLM's fields are detected anyway)");
+  app.add_option("--prompt-mode", o.prompt_mode,
+                 "messages (every turn as chat messages), or ids (vLLM: later turns as the exact token ids "
+                 "of the conversation so far, through /tokenize and /v1/completions)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"messages", "ids"}));
   app.add_option("--token-encoding", o.token_encoding,
                  "Token arrays in records: base64 (little-endian "
                  "32-bit words) or json")
@@ -266,6 +271,10 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   if (!members) return members.status();
   e.extra_members = members.value();
   e.tokens = o.no_token_ids ? llm::TokenOptions{false, false} : llm::TokenOptions{};
+  e.token_prompts = o.prompt_mode == "ids";
+  if (e.token_prompts && (replay || o.no_token_ids)) {
+    return Status::error("--prompt-mode ids needs a server and its token ids (not --no-token-ids, not a replay)");
+  }
   e.base64_tokens = o.token_encoding == "base64";
   e.policy_name = replay ? "replay:" + fs::path(o.policy.substr(7)).filename().string() : "server";
   e.endpoint = replay ? "" : llm::chat_completions_url(o.endpoint);
@@ -395,9 +404,11 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
         policy = std::make_unique<ReplayPolicy>(script);
       } else {
         policy = std::make_unique<ServerPolicy>(
-            endpoint, [&session, id = p.task.episode_id](const std::string& line) {
+            endpoint,
+            [&session, id = p.task.episode_id](const std::string& line) {
               session.log.warn("episode " + id.substr(0, 12) + ": " + line);
-            });
+            },
+            e.token_prompts);
       }
       EpisodeSettings settings = e;
       if (e.sampling.seed) {

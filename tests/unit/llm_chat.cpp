@@ -1,6 +1,7 @@
 // The chat protocol as data: request bodies carry tools, sampling and vLLM's token fields; replies
 // are read with their tool calls, token ids and log-probs in every form servers send them; the
-// client's error classification; the <tool_call> text protocol; the base64 token arrays.
+// client's error classification; the <tool_call> text protocol; the base64 token arrays; the
+// token-in requests (/tokenize, /v1/completions) and the observation ids between turns.
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -9,6 +10,7 @@
 #include "cudaagent/llm/chat.h"
 #include "cudaagent/llm/chat_client.h"
 #include "cudaagent/llm/token_array.h"
+#include "cudaagent/llm/token_prompt.h"
 #include "cudaagent/llm/tool_text.h"
 
 using namespace cudaagent::llm;
@@ -169,4 +171,44 @@ TEST_CASE("token arrays round-trip through little-endian base64") {
   CHECK_FALSE(decode_u32_base64("AQA"));       // not a whole base64 quantum
   CHECK_FALSE(decode_u32_base64("AQAB"));      // 3 bytes: not whole words
   CHECK_FALSE(decode_u32_base64("!!!!!!!!"));  // not base64
+}
+
+TEST_CASE("token prompts: base URLs, request bodies, completion replies, observation ids") {
+  CHECK(cudaagent::llm::server_base_url("http://h:8000/v1/chat/completions") == "http://h:8000");
+  CHECK(cudaagent::llm::server_base_url("http://h:8000/v1/") == "http://h:8000");
+  CHECK(cudaagent::llm::server_base_url("http://h:8000") == "http://h:8000");
+  CompletionRequest request;
+  request.model = "m";
+  request.prompt_ids = {1, 2, 300000};
+  request.sampling.seed = 3;
+  simdjson::dom::parser parser;
+  auto body = parse(parser, completion_request_body(request));
+  CHECK(int64_t(body["prompt"].at(2)) == 300000);
+  CHECK(int64_t(body["logprobs"]) == 1);
+  CHECK(bool(body["return_token_ids"]));
+  CHECK(int64_t(body["seed"]) == 3);
+  const std::string tokenize = tokenize_request_body("m", {{"user", "hi", {}, {}, {}, {}}}, {{"Read", "r", "{}"}}, true);
+  auto t = parse(parser, tokenize);
+  CHECK(bool(t["add_generation_prompt"]));
+  CHECK(std::string_view(t["tools"].at(0)["function"]["name"]) == "Read");
+  CHECK(parse_tokenize_reply(R"({"tokens":[5,6],"count":2})").value() == std::vector<std::int32_t>{5, 6});
+  CHECK_FALSE(parse_tokenize_reply(R"({"detail":"Not Found"})"));
+
+  auto reply = parse_completion_reply(R"({"model":"m","choices":[{"text":"<tool_call>x</tool_call>",
+    "finish_reason":"stop","logprobs":{"token_logprobs":[-0.5,null],"tokens":["token_id:7","token_id:8"]}}],
+    "usage":{"prompt_tokens":3,"completion_tokens":2}})");
+  REQUIRE(reply);
+  CHECK(reply.value().content == "<tool_call>x</tool_call>");
+  CHECK(*reply.value().token_ids == std::vector<std::int32_t>{7, 8});  // from the named tokens
+  CHECK(reply.value().logprobs->size() == 2);
+  CHECK(std::isnan((*reply.value().logprobs)[1]));
+  CHECK_FALSE(parse_completion_reply(R"({"choices":[{"message":{}}]})"));
+
+  // The template closes the reply with its end-of-turn token 9 and a newline 10; the observation
+  // starts with that newline, and it is the rest of the open rendering.
+  const std::vector<std::int32_t> closed = {1, 2, 20, 21, 9, 10};
+  const std::vector<std::int32_t> open = {1, 2, 20, 21, 9, 10, 30, 31, 1, 2};
+  CHECK(observation_ids(closed, open, 9).value() == std::vector<std::int32_t>{10, 30, 31, 1, 2});
+  CHECK_FALSE(observation_ids(closed, open, 99));                             // not in the rendering
+  CHECK_FALSE(observation_ids(closed, {1, 3, 20, 21, 9, 10, 30}, 9));        // earlier turns re-rendered
 }

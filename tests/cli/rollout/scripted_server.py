@@ -12,14 +12,19 @@ turn t+1 extends turn t's prompt and reply exactly, as a real server's does when
 "@EPISODE@" in a reply's text or arguments becomes a tag of the conversation (a hash of its first
 user message, which names the episode's workspace), so concurrent episodes can write different files.
 
+Token prompts (vLLM's token-in endpoints) are served too: POST /tokenize renders messages the same
+way, and POST /v1/completions takes a prompt of ids, decodes it, and answers the turn it is at
+(its number of assistant openings) with the reply's text (tool calls as <tool_call> blocks).
+
 Usage: scripted_server.py SCRIPT PORT_FILE LOG_FILE [--fail N] [--text] [--no-ids]
-       [--reject-token-fields] [--drift] [--delay S]
+       [--reject-token-fields] [--drift] [--delay S] [--no-token-in]
   --fail N               HTTP 500 for the first N requests
   --text                 tool calls written in the content as <tool_call> blocks (no tool_calls field)
   --no-ids               never return token ids or log-probs
   --reject-token-fields  HTTP 400 for any request that asks for return_token_ids (as OpenAI does)
   --drift                render assistant turns before the last with other text (re-tokenisation)
   --delay S              wait S seconds before each answer
+  --no-token-in          HTTP 404 for /tokenize and /v1/completions (a server without them)
 """
 import hashlib
 import json
@@ -37,6 +42,7 @@ TEXT = "--text" in FLAGS
 NO_IDS = "--no-ids" in FLAGS
 REJECT = "--reject-token-fields" in FLAGS
 DRIFT = "--drift" in FLAGS
+NO_TOKEN_IN = "--no-token-in" in FLAGS
 REPLIES = [json.loads(line) for line in open(SCRIPT) if line.strip()]
 IM_START, IM_END = 256, 257
 lock = threading.Lock()
@@ -76,7 +82,18 @@ def render_reply(content, calls):
     return (content or "") + render_calls(calls) + "<|im_end|>"
 
 
-def render_prompt(messages):
+def decode(ids):
+    out, raw = "", bytearray()
+    for i in ids:
+        if i in (IM_START, IM_END):
+            out += raw.decode(errors="replace") + ("<|im_start|>" if i == IM_START else "<|im_end|>")
+            raw = bytearray()
+        else:
+            raw.append(i)
+    return out + raw.decode(errors="replace")
+
+
+def render_prompt(messages, add_generation_prompt=True):
     text = ""
     last_assistant = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
     for i, m in enumerate(messages):
@@ -88,15 +105,13 @@ def render_prompt(messages):
             text += "<|im_start|>user\n<tool_response>\n" + m["content"] + "\n</tool_response><|im_end|>\n"
         else:
             text += "<|im_start|>" + m["role"] + "\n" + m["content"] + "<|im_end|>\n"
-    return text + "<|im_start|>assistant\n"
+    return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
 
 
 def completion(body):
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-    reply = REPLIES[turn] if turn < len(REPLIES) else {"content": "I am done."}
     users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-    tag = hashlib.sha256((users[0] if users else "").encode()).hexdigest()[:12]
-    reply = json.loads(json.dumps(reply).replace("@EPISODE@", tag))
+    reply = scripted_reply(turn, hashlib.sha256((users[0] if users else "").encode()).hexdigest()[:12])
     calls = [{"id": "call_%d_%d" % (turn, i), "type": "function",
               "function": {"name": c["name"],
                            "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}}
@@ -121,6 +136,30 @@ def completion(body):
         choice["logprobs"] = {"content": [{"token": "token_id:%d" % t, "logprob": -0.25, "bytes": None,
                                            "top_logprobs": []} for t in reply_ids]}
     return out
+
+
+def scripted_reply(turn, tag):
+    reply = REPLIES[turn] if turn < len(REPLIES) else {"content": "I am done."}
+    return json.loads(json.dumps(reply).replace("@EPISODE@", tag))
+
+
+def token_completion(body):
+    prompt = body["prompt"]
+    text = decode(prompt)
+    turn = text.count("<|im_start|>assistant") - 1
+    users = text.split("<|im_start|>user\n")
+    tag = hashlib.sha256((users[1].split("<|im_end|>")[0] if len(users) > 1 else "").encode()).hexdigest()[:12]
+    reply = scripted_reply(turn, tag)
+    calls = [{"function": {"name": c["name"], "arguments": c["arguments"]}} for c in reply.get("tool_calls", [])]
+    out_text = reply.get("content", "") + render_calls(calls)
+    ids = ids_of(out_text + "<|im_end|>")
+    choice = {"index": 0, "text": out_text, "finish_reason": "stop"}
+    if body.get("return_token_ids"):
+        choice["token_ids"] = ids
+    if body.get("logprobs") is not None:
+        choice["logprobs"] = {"token_logprobs": [-0.25] * len(ids), "tokens": ["token_id:%d" % t for t in ids]}
+    return {"id": "cmpl-%d" % turn, "object": "text_completion", "model": body["model"], "choices": [choice],
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(ids)}}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -148,6 +187,13 @@ class Handler(BaseHTTPRequestHandler):
                                       "body": body}) + "\n")
         if DELAY:
             time.sleep(DELAY)
+        if self.path in ("/tokenize", "/v1/completions") and not NO_TOKEN_IN:
+            if number <= FAIL:
+                return self.reply(500, {"error": {"message": "warming up"}})
+            if self.path == "/tokenize":
+                ids = ids_of(render_prompt(body["messages"], body.get("add_generation_prompt", True)))
+                return self.reply(200, {"tokens": ids, "count": len(ids), "max_model_len": 1 << 17})
+            return self.reply(200, token_completion(body))
         if self.path != "/v1/chat/completions":
             return self.reply(404, {"error": {"message": "no route " + self.path}})
         if number <= FAIL:

@@ -14,6 +14,7 @@
 
 #include "cudaagent/http.h"
 #include "cudaagent/llm/chat.h"
+#include "cudaagent/llm/token_prompt.h"
 #include "cudaagent/status.h"
 
 namespace cudaagent::llm {
@@ -53,13 +54,31 @@ class ChatClient {
                                const std::function<void(const std::string&)>& on_retry = {},
                                ChatFailure* failure = nullptr);
 
+  // POST /v1/completions with the prompt as ids (vLLM), read as a ChatReply whose content is the
+  // text (no tool parsing: the caller reads calls from it). Failures as complete().
+  Result<ChatOutcome> complete_tokens(const CompletionRequest& request, const std::atomic<int>& stop,
+                                      const std::function<void(const std::string&)>& on_retry = {},
+                                      ChatFailure* failure = nullptr);
+
+  // POST /tokenize (vLLM, at the server's root): `messages` rendered by the server's chat template
+  // (with `tools`, and the generation prompt when asked), as ids. Not retried beyond the policy.
+  Result<std::vector<std::int32_t>> tokenize(const std::string& model, const std::vector<ChatMessage>& messages,
+                                             const std::vector<ToolDefinition>& tools, bool add_generation_prompt,
+                                             const std::atomic<int>& stop, ChatFailure* failure = nullptr);
+
   // False once the server refused vLLM's token fields: later requests leave them out.
   bool token_fields_accepted() const { return token_fields_accepted_; }
   const std::string& url() const { return url_; }
 
  private:
+  Result<HttpResponse> post(const std::string& url, std::string body, const std::atomic<int>& stop,
+                            const std::function<void(const std::string&)>& on_retry, int& tries,
+                            ChatFailure& failure);
+  Status check(const std::string& url, const HttpResponse& response, ChatFailure& failure) const;
+
   ChatEndpoint endpoint_;
-  std::string url_;
+  std::string url_;       // .../v1/chat/completions
+  std::string base_url_;  // the server's root
   HttpClient http_;
   bool token_fields_accepted_ = true;
 };

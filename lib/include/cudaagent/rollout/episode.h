@@ -28,6 +28,7 @@ struct EpisodeSettings {
   llm::TokenOptions tokens;
   std::string tool_protocol = "native";  // "native" (tools in the request) or "text" (<tool_call>)
   std::string extra_members;             // extra request body members (ChatRequest::extra_members)
+  bool token_prompts = false;  // later turns go as ids (ServerPolicy); results as tool messages
   int max_turns = 150;
   std::int64_t max_context_tokens = 131072;
   double max_seconds = 4 * 3600.0;  // wall time of the loop (the final score is not counted)

@@ -23,6 +23,8 @@ struct PolicyReply {
   llm::ChatReply reply;
   double seconds = 0;
   int tries = 1;
+  bool token_prompt = false;  // the prompt went as ids (/v1/completions), built from the last sequence
+  std::string note;           // why a token-prompt turn went as messages instead, for the record
 };
 
 class Policy {
@@ -36,17 +38,31 @@ class Policy {
   virtual std::string describe() const = 0;
 };
 
+// The model behind an OpenAI-compatible endpoint. With `token_prompts` (vLLM), turns after the
+// first are sent as token ids: the previous turn's prompt and sampled reply exactly as they were,
+// then the ids the server's chat template adds for the tool results (from /tokenize, see
+// llm::observation_ids), to /v1/completions — so the model always continues its own tokens and
+// the trajectory is exact by construction. The reply's tool calls are then read from its text. A
+// turn whose ids cannot be built that way (a reply cut short, a template that re-renders earlier
+// turns, a server without the endpoints) goes as messages, and the next turns start again from it.
 class ServerPolicy final : public Policy {
  public:
-  ServerPolicy(llm::ChatEndpoint endpoint, std::function<void(const std::string&)> on_retry)
-      : client_(std::move(endpoint)), on_retry_(std::move(on_retry)) {}
+  ServerPolicy(llm::ChatEndpoint endpoint, std::function<void(const std::string&)> on_retry,
+               bool token_prompts = false)
+      : client_(std::move(endpoint)), on_retry_(std::move(on_retry)), token_prompts_(token_prompts) {}
   Result<PolicyReply> next(const llm::ChatRequest& request, const std::atomic<int>& stop,
                            llm::ChatFailure& failure) override;
-  std::string describe() const override { return "server"; }
+  std::string describe() const override { return token_prompts_ ? "server (token prompts)" : "server"; }
 
  private:
+  // The ids of this turn's prompt, or a Status saying why they cannot be built.
+  Result<std::vector<std::int32_t>> token_prompt(const llm::ChatRequest& request, const std::atomic<int>& stop);
+
   llm::ChatClient client_;
   std::function<void(const std::string&)> on_retry_;
+  bool token_prompts_ = false;
+  std::vector<std::int32_t> sequence_;  // the last turn's prompt and sampled reply
+  bool last_finished_ = false;          // the last reply ended with its end-of-turn token
 };
 
 // A replay script: JSON Lines, one assistant reply per line, used in order (the n-th model turn of

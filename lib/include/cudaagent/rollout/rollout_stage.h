@@ -27,6 +27,7 @@ struct RolloutOptions {
   int episodes_per_task = 1;
   std::string token_encoding = "base64";
   bool no_token_ids = false;
+  std::string prompt_mode = "messages";  // --prompt-mode: messages or ids
   std::string extra_body;  // --extra-body: a JSON object merged into every request
   double request_timeout = 600;
   int retries = 3;
