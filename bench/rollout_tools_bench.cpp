@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/paths.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/session.h"
 #include "cudaagent/rollout/tools.h"
-#include "cudaagent/sandbox_runner.h"
-#include "cudaagent/session.h"
+#include "cudaagent/sandbox/runner.h"
 
 using namespace cudaagent;
 using namespace cudaagent::rollout;

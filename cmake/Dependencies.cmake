@@ -4,9 +4,9 @@ find_package(simdjson CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-find_package(CURL REQUIRED)  # HTTP to model servers (lib/core/http.cpp)
+find_package(CURL REQUIRED)  # HTTP to model servers (lib/llm/http.cpp)
 find_package(Threads REQUIRED)
-# libseccomp compiles the sandbox's system-call filter (lib/core/sandbox_seccomp.cpp). Optional:
+# libseccomp compiles the sandbox's system-call filter (lib/sandbox/seccomp_filter.cpp). Optional:
 # without it the sandbox probe reports "no seccomp" and untrusted runs are refused.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)

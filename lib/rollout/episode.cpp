@@ -10,17 +10,18 @@
 #include <filesystem>
 #include <memory>
 
-#include "cudaagent/json_writer.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/paths.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/base/version.h"
 #include "cudaagent/llm/tool_text.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/record.h"
+#include "cudaagent/records/record.h"
 #include "cudaagent/rollout/eval_server.h"
 #include "cudaagent/rollout/shell.h"
 #include "cudaagent/rollout/token_ledger.h"
 #include "cudaagent/rollout/tools.h"
 #include "cudaagent/rollout/workspace_files.h"
-#include "cudaagent/sha256.h"
-#include "cudaagent/version.h"
 #include "episode_workspace.h"
 
 namespace cudaagent::rollout {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "cudaagent/paths.h"
+#include "cudaagent/base/files.h"
 
 namespace cudaagent::rollout::detail {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent::rollout::detail {
 

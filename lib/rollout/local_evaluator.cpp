@@ -7,13 +7,15 @@
 
 #include <filesystem>
 
-#include "cudaagent/extension_build.h"
-#include "cudaagent/json_writer.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/profile_report.h"
-#include "cudaagent/sandbox_runner.h"
-#include "cudaagent/sha256.h"
-#include "cudaagent/workspace.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/paths.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/candidate/extension_build.h"
+#include "cudaagent/candidate/source_policy.h"
+#include "cudaagent/candidate/workspace.h"
+#include "cudaagent/profile/report.h"
+#include "cudaagent/sandbox/runner.h"
 
 namespace cudaagent::rollout {
 namespace {
@@ -292,6 +294,11 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
   std::string notes;
   for (const PolicyFinding& finding : snapshot.value().findings) {
     notes += "  " + finding.rule + ": " + finding.path + ": " + finding.detail + "\n";
+  }
+  // The verifier's source scan too (verify.cpp), so the agent learns it before it asks to verify.
+  for (const auto& found : scan_torch_calls(snapshot.value().files, default_allowed_torch_calls())) {
+    notes += "  torch-compute-in-source: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
+             " computes with torch; only your own kernels may compute\n";
   }
   if (!notes.empty()) notes = "\nthe verifier will reject this workspace as it is:\n" + notes;
   Lease lease(build_pool_);

@@ -3,8 +3,8 @@
 
 #include <simdjson.h>
 
+#include "cudaagent/base/files.h"
 #include "cudaagent/llm/token_prompt.h"
-#include "cudaagent/paths.h"
 
 namespace cudaagent::rollout {
 

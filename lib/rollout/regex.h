@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent::rollout::detail {
 

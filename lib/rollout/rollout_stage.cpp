@@ -12,13 +12,15 @@
 #include <optional>
 #include <thread>
 
-#include "cudaagent/line_reader.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/record.h"
-#include "cudaagent/record_sink.h"
-#include "cudaagent/result_store.h"
-#include "cudaagent/sandbox_runner.h"
-#include "cudaagent/sha256.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/paths.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/records/line_reader.h"
+#include "cudaagent/records/record.h"
+#include "cudaagent/records/record_sink.h"
+#include "cudaagent/records/result_store.h"
+#include "cudaagent/sandbox/process.h"
+#include "cudaagent/sandbox/runner.h"
 
 namespace cudaagent::rollout {
 namespace {
@@ -231,6 +233,9 @@ void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
   app.add_flag("--no-sandbox", o.sandbox.no_sandbox,
                "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
+  app.add_option("--candidate-user", o.candidate_user, "User the candidate's code runs as in verify and "
+                 "profile: auto (nobody when run as root in the sandbox), none, or UID[:GID]")
+      ->capture_default_str();
   app.callback([&app, &o] {
     // --version (added by run_tool) needs no policy.
     if (const CLI::Option* version = app.get_option_no_throw("--version");
@@ -308,6 +313,12 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   }
   ev.profile.sandbox = ev.verify.sandbox;
   ev.profile.sandbox_summary = ev.verify.sandbox_summary;
+  // The rest as cudaagent-verify and cudaagent-profile set it, so an episode's verify and profile
+  // values are what those tools would write for the same workspace.
+  auto user = resolve_candidate_user(o.candidate_user, static_cast<bool>(ev.verify.sandbox));
+  if (!user) return Status::error("--candidate-user: " + user.status().message());
+  ev.verify.candidate_user = ev.profile.candidate_user = user.value();
+  ev.verify.stop = ev.profile.stop = &session.stop_signal;
   auto evaluator = LocalEvaluator::create(ev);
   if (!evaluator) return evaluator.status();
   SandboxRequest shell_request;

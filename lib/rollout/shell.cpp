@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <random>
 
-#include "cudaagent/paths.h"
+#include "cudaagent/base/files.h"
 #include "fd_walk.h"
 #include "regex.h"
 

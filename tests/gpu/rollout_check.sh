@@ -3,6 +3,8 @@
 # byte-level token ids) whose kernels are compiled, verified and profiled on the GPU by the trusted
 # evaluator through the workspace's shims.
 #   honest      the example's fused CUDA kernel: compile, verify, profile, stop -> PASS, reward >= 1
+#   same        the honest record verified again by cudaagent-verify: the same verdict, snapshot
+#               and settings as the episode's (both are cudaagent::Verifier in an evaluation session)
 #   fixed       a kernel that does not compile first (nvcc's errors reach the agent), then the fix
 #               -> FAIL_COMPILE in the first evaluation, PASS at the end
 #   fallback    model_new.py calls torch instead of its kernel -> reward -1
@@ -98,6 +100,13 @@ ok=0; [[ $(field honest .verify.verdict) == PASS && $(field honest '.reward.valu
          $(field honest '[.trajectory.evaluations[].exit_code] == [0,0,0]') == true &&
          $(field honest .trajectory.tokens.status) == exact ]] && ok=1
 row honest $ok "verify $(field honest .verify.verdict), profile $(field honest .profile.verdict), reward $(field honest .reward.value), $(field honest '.profile.reason'), evaluations $(field honest '[.trajectory.evaluations[] | "\(.op) \(.seconds * 10 | floor / 10)s"] | join(", ")')"
+
+# The record is a candidate record: cudaagent-verify judges it the way the episode's evaluator did.
+head -1 "$out/honest.jsonl" | "$bin/cudaagent-verify" --quiet --device "$device" >"$out/same.jsonl" 2>"$out/same.err"
+same() { jq -c "$1" "$out/same.jsonl" | head -1; }
+ok=0; [[ $(same .verify.verdict) == '"PASS"' && $(same .verify.snapshot) == $(field honest '.verify.snapshot | tojson') &&
+         $(same .verify.settings) == $(field honest '.verify.settings | tojson') ]] && ok=1
+row same $ok "cudaagent-verify $(same .verify.verdict), snapshot $(same .verify.snapshot | cut -c2-13) vs $(field honest .verify.snapshot | cut -c1-12), task session reused in the episode: $(field honest .verify.session.task_reused)"
 
 episode fixed
 ok=0; [[ $(field fixed '[.trajectory.evaluations[].verdict] | join(",")') == FAIL_COMPILE,compiled,PASS &&

@@ -71,4 +71,12 @@ assert "You are an expert" in text(prompt)
 # The record is a record like verify's and reward's: cudaagent-reward scores it again the same way.
 "$bin/cudaagent-reward" --quiet "$scratch/out" >"$scratch/rescored" || fail "cudaagent-reward failed"
 [[ $(jq -r .reward.value "$scratch/rescored" | paste -sd,) == $(jq -r .reward.value "$scratch/out" | paste -sd,) ]] || fail "reward differs when re-scored"
+# And cudaagent-verify judges it as the episode's evaluator did (both are cudaagent::Verifier): the
+# same verdict, snapshot of the candidate and settings.
+head -1 "$scratch/out" | "$bin/cudaagent-verify" --quiet --device cpu >"$scratch/reverified" ||
+  fail "cudaagent-verify failed on the record"
+for key in verdict snapshot settings device; do
+  [[ $(jq -c ".verify.$key" "$scratch/reverified") == $(q ".verify.$key | tojson") ]] ||
+    fail "verify.$key differs: $(jq -c ".verify.$key" "$scratch/reverified") vs $(q ".verify.$key | tojson")"
+done
 echo "ok"

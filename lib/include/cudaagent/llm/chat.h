@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cudaagent/json_writer.h"
-#include "cudaagent/status.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent::llm {
 

@@ -12,10 +12,10 @@
 #include <functional>
 #include <string>
 
-#include "cudaagent/http.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/llm/chat.h"
+#include "cudaagent/llm/http.h"
 #include "cudaagent/llm/token_prompt.h"
-#include "cudaagent/status.h"
 
 namespace cudaagent::llm {
 

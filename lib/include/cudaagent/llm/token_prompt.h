@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cudaagent/base/status.h"
 #include "cudaagent/llm/chat.h"
-#include "cudaagent/status.h"
 
 namespace cudaagent::llm {
 

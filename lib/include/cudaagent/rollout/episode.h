@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "cudaagent/base/session.h"
 #include "cudaagent/llm/chat.h"
-#include "cudaagent/process.h"
 #include "cudaagent/rollout/evaluator.h"
 #include "cudaagent/rollout/policy.h"
-#include "cudaagent/sandbox_runner.h"
-#include "cudaagent/session.h"
+#include "cudaagent/sandbox/process.h"
+#include "cudaagent/sandbox/runner.h"
 
 namespace cudaagent::rollout {
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "cudaagent/base/status.h"
 #include "cudaagent/rollout/evaluator.h"
-#include "cudaagent/status.h"
 
 namespace cudaagent::rollout {
 

@@ -1,13 +1,17 @@
-// EpisodeEvaluator over today's trusted code: the extension build for compile, the Verifier for
-// verify, the Profiler for profile, and the milestone reward for the final score. The lead's
-// evaluation service replaces this class, not the episode.
+// EpisodeEvaluator over the project's own trusted code: the extension build for compile,
+// cudaagent::Verifier for verify, cudaagent::Profiler for profile, and the reward stage's decision
+// for the final score, so an episode's verify, profile and reward values are what cudaagent-verify,
+// cudaagent-profile and cudaagent-reward write for the same workspace. An evaluation service would
+// replace this class, not the episode.
 //
 // Key design choice: evaluation slots, each a thread of its own that owns one Verifier and one
-// Profiler (with their warm workers) for its whole life and runs one evaluation at a time; episodes
-// queue their evaluations for the next free slot, so GPU work is queued per device (one slot per
-// GPU a process sees — run one rollout process per GPU). The thread matters: every child the
+// Profiler for its whole life and runs one evaluation at a time; episodes queue their evaluations
+// for the next free slot, so GPU work is queued per device (one slot per GPU a process sees — run
+// one rollout process per GPU). Each of them holds an evaluation session (evaluation/evaluator.h),
+// which stays open across the candidates of one task: the agent's edit, verify, profile loop pays
+// for the task's owner and the baselines once, not per call. The thread matters: every child the
 // project spawns gets PR_SET_PDEATHSIG, which the kernel fires when the *thread* that spawned it
-// ends, so warm workers started from an episode's short-lived threads died with the episode, in
+// ends, so session workers started from an episode's short-lived threads died with the episode, in
 // the middle of another episode's evaluation (seen with 64 episodes at once). Builds for compile have
 // slots of their own, since they need no device and start no workers. Results are kept by task and
 // workspace content, so the final score reuses the agent's last verify and profile of an unchanged
@@ -26,12 +30,12 @@
 #include <thread>
 #include <vector>
 
-#include "cudaagent/profile.h"
-#include "cudaagent/reward.h"
+#include "cudaagent/base/status.h"
+#include "cudaagent/profile/profile.h"
+#include "cudaagent/reward/reward.h"
 #include "cudaagent/rollout/evaluator.h"
-#include "cudaagent/status.h"
-#include "cudaagent/torch_env.h"
-#include "cudaagent/verify.h"
+#include "cudaagent/sandbox/torch_env.h"
+#include "cudaagent/verify/verify.h"
 
 namespace cudaagent::rollout {
 

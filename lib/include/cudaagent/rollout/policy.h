@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "cudaagent/base/status.h"
 #include "cudaagent/llm/chat.h"
 #include "cudaagent/llm/chat_client.h"
-#include "cudaagent/status.h"
 
 namespace cudaagent::rollout {
 

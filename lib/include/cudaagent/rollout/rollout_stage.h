@@ -9,10 +9,10 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cudaagent/cli.h"
+#include "cudaagent/records/cli.h"
 #include "cudaagent/rollout/episode.h"
 #include "cudaagent/rollout/local_evaluator.h"
-#include "cudaagent/sandbox_setup.h"
+#include "cudaagent/sandbox/setup.h"
 
 namespace cudaagent::rollout {
 
@@ -34,6 +34,7 @@ struct RolloutOptions {
   double backoff = 1.0;
   std::string skill_path;  // --skill: default share/skill/SKILL.md
   SandboxFlags sandbox;
+  std::string candidate_user = "auto";  // --candidate-user, as cudaagent-verify and -profile take it
   std::string python, cache_dir, arch;
 };
 

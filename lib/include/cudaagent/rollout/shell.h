@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/process.h"
 #include "cudaagent/rollout/workspace_files.h"
-#include "cudaagent/sandbox_runner.h"
-#include "cudaagent/subprocess.h"
+#include "cudaagent/sandbox/process.h"
+#include "cudaagent/sandbox/runner.h"
+#include "cudaagent/sandbox/subprocess.h"
 
 namespace cudaagent::rollout {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/json_writer.h"
+#include "cudaagent/base/json_writer.h"
 #include "cudaagent/llm/chat.h"
 
 namespace cudaagent::rollout {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent::rollout {
 
