@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git    # toolchain
   libcli11-dev libsimdjson-dev libsqlite3-dev sqlite3  # CLI, JSON, store
   doctest-dev libssl-dev libcurl4-openssl-dev          # tests, hashing, HTTP
+  libpcre2-dev                                         # the rollout's Grep tool
   jq python3                                           # tests and benchmark anchors
   bubblewrap libseccomp-dev                            # the sandbox for candidate code
   python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)

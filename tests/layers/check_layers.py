@@ -6,6 +6,7 @@ The declarations are the single source: `cudaagent_add_library(<area> DEPENDS ..
 tools/<program>/CMakeLists.txt. This check fails when
   - the declared graph has a cycle, or a stage depends on another stage (only the stages listed in
     STAGE_USES may use the ones named there);
+  - any area depends on an area of TOP (rollout);
   - a file of area A includes a public header of area B that A does not declare, directly or
     through the areas it declares;
   - a file includes a private header ("name.h") that is not in its own folder;
@@ -19,6 +20,8 @@ import sys
 STAGES = {"synth", "filter", "dedup", "verify", "profile", "reward", "rollout", "train"}
 # The only stage-to-stage uses allowed: the agent loop scores episodes with the scoring stages.
 STAGE_USES = {"rollout": {"verify", "profile", "reward"}}
+# Areas at the top: no other area may use them (the agent loop is a client of everything else).
+TOP = {"rollout"}
 
 CALL = re.compile(r"cudaagent_add_(library|tool)\(\s*([a-z_0-9]+)(.*?)\)", re.S)
 KEYWORDS = {"DEPENDS", "OPTIONAL_DEPENDS", "LINKS", "PUBLIC_LINKS", "SOURCES"}
@@ -75,6 +78,8 @@ def main():
                 problems.append(f"lib/{area}: depends on '{dep}', which is not an area")
         if area in closure(graph, area):
             problems.append(f"lib/{area}: its dependencies lead back to itself (a cycle)")
+        for dep in closure(graph, area) & TOP:
+            problems.append(f"lib/{area}: nothing may use '{dep}'")
         if area in STAGES:
             for dep in closure(graph, area) & STAGES:
                 if dep not in STAGE_USES.get(area, set()):
