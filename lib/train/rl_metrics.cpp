@@ -43,9 +43,10 @@ std::string coordinate(double value) {
 }  // namespace
 
 void append_metrics_record(std::string& out, std::string_view stage, std::int64_t iteration,
-                           const MetricList& metrics) {
+                           const MetricList& metrics, std::int64_t epoch) {
   JsonWriter json(out);
   json.begin_object().field("stage", stage).field("iteration", iteration);
+  if (epoch >= 0) json.field("epoch", epoch);
   for (const auto& [name, value] : metrics) json.field(name, value);
   json.end_object();
   out.push_back('\n');

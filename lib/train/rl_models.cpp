@@ -96,6 +96,7 @@ class ToyValueModel final : public ValueModel {
     return {"embed", "position", "w1", "b1", "w_value", "b_value"};
   }
   c10::Device device() const override { return device_; }
+  std::int64_t vocab_size() const override { return config_.vocab; }
   Status save(const std::string& directory) const override {
     auto tensors = trunk_tensors(trunk_);
     tensors.emplace_back("w_value", w_value_);

@@ -46,6 +46,8 @@ class TrainableModel {
   // Their names, in the same order (checkpoints key optimiser state by them).
   virtual std::vector<std::string> parameter_names() const = 0;
   virtual c10::Device device() const = 0;
+  // Token ids at or above this are out of range.
+  virtual std::int64_t vocab_size() const = 0;
   // Writes the model to `directory` (created if missing) so that load_*_model(directory) reads
   // it back exactly. Not thread-safe with a concurrent update.
   virtual Status save(const std::string& directory) const = 0;
@@ -53,7 +55,6 @@ class TrainableModel {
 
 class CausalLm : public TrainableModel {
  public:
-  virtual std::int64_t vocab_size() const = 0;
   // Scores the response tokens of `batch` (on this model's device). Padding columns hold
   // arbitrary finite values; callers mask them. With `with_entropy` the entropies are computed
   // too (differentiable as well).

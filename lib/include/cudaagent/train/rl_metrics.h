@@ -15,10 +15,10 @@ namespace cudaagent {
 
 using MetricList = std::vector<std::pair<std::string, double>>;
 
-// Appends one '\n'-terminated record: {"stage":S,"iteration":N,<name>:<value>,...}. Non-finite
-// values are written as null (the JSON writer's rule).
+// Appends one '\n'-terminated record: {"stage":S,"iteration":N[,"epoch":E],<name>:<value>,...}
+// ("epoch" when epoch >= 0). Non-finite values are written as null (the JSON writer's rule).
 void append_metrics_record(std::string& out, std::string_view stage, std::int64_t iteration,
-                           const MetricList& metrics);
+                           const MetricList& metrics, std::int64_t epoch = -1);
 
 // The value of `name` in `metrics`, or `fallback`.
 double metric_value(const MetricList& metrics, std::string_view name, double fallback = 0.0);

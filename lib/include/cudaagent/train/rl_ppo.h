@@ -47,7 +47,7 @@ struct PpoSettings {
   std::int64_t critic_warmup = 0;            // iterations that train the critic only
   Batching batching;
   OptimizerSettings actor_optimizer;
-  OptimizerSettings critic_optimizer;
+  OptimizerSettings critic_optimizer{.lr = 1e-5};
   bool needs_reference() const { return kl_loss_coef > 0 || kl_reward_coef > 0; }
 };
 
