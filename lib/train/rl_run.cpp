@@ -40,7 +40,10 @@ class TrajectoryCollector final : public RecordStage {
     if (reject_) {
       std::string reason = reject_(trajectory.value());
       if (!reason.empty()) {
-        ++rejected_[reason.substr(0, reason.find_first_of(":0123456789"))];
+        // Tallied by kind: the reason up to its first number or colon ("reward", "tool-call loop").
+        std::string kind = reason.substr(0, reason.find_first_of(":0123456789"));
+        while (!kind.empty() && kind.back() == ' ') kind.pop_back();
+        ++rejected_[kind];
         return RecordEdit::drop();
       }
     }
