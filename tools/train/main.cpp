@@ -5,7 +5,13 @@
 int main(int argc, char** argv) {
   CLI::App app{"Train the agent's model: rejection fine-tuning, value pre-training and PPO over "
                "trajectory records.", "cudaagent-train"};
-  app.require_subcommand(1);
+  // One subcommand, unless --version (added by run_tool) is all that was asked.
+  app.require_subcommand(0, 1);
+  app.parse_complete_callback([&app] {
+    if (app.get_subcommands().empty() && app.get_option("--version")->count() == 0) {
+      throw CLI::RequiredError("A subcommand");
+    }
+  });
   cudaagent::RlRunOptions rft_options, value_options, ppo_options;
   CLI::App* rft = app.add_subcommand("rft", "Fine-tune on positive trajectories that pass the behaviour filters");
   cudaagent::add_rft_flags(*rft, rft_options);
