@@ -2,6 +2,7 @@
 //   toy     episodes sampled from a toy model (a spec or a checkpoint directory), with the
 //           sampler's log-probs and the pattern reward: on-policy data for that model
 //   random  random token ids and log-probs of given sizes (shape tests, throughput benches)
+//   save-toy  a toy model spec written as a checkpoint directory
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -33,9 +34,22 @@ int main(int argc, char** argv) {
   random->add_option("--turns", turns)->capture_default_str();
   random->add_option("--vocab", vocab)->capture_default_str();
   random->add_option("--seed", seed)->capture_default_str();
+  std::string save_to;
+  CLI::App* save = app.add_subcommand("save-toy", "Save a toy model spec as a checkpoint directory");
+  save->add_option("--model", model)->capture_default_str();
+  save->add_option("--out", save_to)->required();
   CLI11_PARSE(app, argc, argv);
   at::set_num_threads(1);
 
+  if (save->parsed()) {
+    auto loaded = cudaagent::load_causal_lm(model, c10::Device(c10::kCPU));
+    auto status = loaded ? loaded.value()->save(save_to) : loaded.status();
+    if (!status) {
+      std::fprintf(stderr, "cudaagent-test-trajectories: %s\n", status.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
   std::vector<cudaagent::Trajectory> trajectories;
   if (toy->parsed()) {
     auto loaded = cudaagent::load_causal_lm(model, c10::Device(c10::kCPU));
