@@ -1,4 +1,4 @@
-// The toy model behind the CausalLm and ValueModel seams, and the loader that picks a model from
+// The toy model behind the PolicyModel and ValueModel seams, and the loader that picks a model from
 // a specification. The toy trunk is an embedding plus a position embedding, their causal mean over
 // the real tokens so far, and a tanh layer; heads are linear. It is deterministic for a seed and
 // small enough that PPO on it runs in CI.
@@ -181,7 +181,7 @@ bool is_toy_spec(const std::string& spec) { return spec.rfind("toy:", 0) == 0 ||
 
 }  // namespace
 
-struct ToyCausalLm::Weights {
+struct ToyPolicyModel::Weights {
   ToyModelConfig config;
   c10::Device device;
   Trunk trunk;
@@ -215,7 +215,7 @@ Result<ToyModelConfig> parse_toy_spec(const std::string& spec) {
   return config;
 }
 
-ToyCausalLm::ToyCausalLm(const ToyModelConfig& config, c10::Device device)
+ToyPolicyModel::ToyPolicyModel(const ToyModelConfig& config, c10::Device device)
     : weights_(new Weights{config, device, {}, {}, {}}) {
   at::Generator generator = at::detail::createCPUGenerator(config.seed);
   weights_->trunk = make_trunk(config, generator, device);
@@ -224,29 +224,29 @@ ToyCausalLm::ToyCausalLm(const ToyModelConfig& config, c10::Device device)
   weights_->b_out = leaf(at::zeros({config.vocab}), device);
 }
 
-ToyCausalLm::~ToyCausalLm() = default;
+ToyPolicyModel::~ToyPolicyModel() = default;
 
-std::vector<at::Tensor> ToyCausalLm::parameters() {
+std::vector<at::Tensor> ToyPolicyModel::parameters() {
   const auto& w = *weights_;
   return {w.trunk.embed, w.trunk.position, w.trunk.w1, w.trunk.b1, w.w_out, w.b_out};
 }
 
-std::vector<std::string> ToyCausalLm::parameter_names() const {
+std::vector<std::string> ToyPolicyModel::parameter_names() const {
   return {"embed", "position", "w1", "b1", "w_out", "b_out"};
 }
 
-c10::Device ToyCausalLm::device() const { return weights_->device; }
-std::int64_t ToyCausalLm::vocab_size() const { return weights_->config.vocab; }
-const ToyModelConfig& ToyCausalLm::config() const { return weights_->config; }
+c10::Device ToyPolicyModel::device() const { return weights_->device; }
+std::int64_t ToyPolicyModel::vocab_size() const { return weights_->config.vocab; }
+const ToyModelConfig& ToyPolicyModel::config() const { return weights_->config; }
 
-Status ToyCausalLm::save(const std::string& directory) const {
+Status ToyPolicyModel::save(const std::string& directory) const {
   auto tensors = trunk_tensors(weights_->trunk);
   tensors.emplace_back("w_out", weights_->w_out);
   tensors.emplace_back("b_out", weights_->b_out);
   return save_toy(directory, weights_->config, "lm", std::move(tensors));
 }
 
-Status ToyCausalLm::assign(const NamedTensors& tensors) {
+Status ToyPolicyModel::assign(const NamedTensors& tensors) {
   auto& w = *weights_;
   for (auto [name, target] : {std::pair{"embed", &w.trunk.embed}, std::pair{"position", &w.trunk.position},
                               std::pair{"w1", &w.trunk.w1}, std::pair{"b1", &w.trunk.b1},
@@ -259,37 +259,37 @@ Status ToyCausalLm::assign(const NamedTensors& tensors) {
   return Status::ok();
 }
 
-at::Tensor ToyCausalLm::logits(const TokenBatch& batch) {
+at::Tensor ToyPolicyModel::logits(const TokenBatch& batch) {
   const auto& w = *weights_;
   at::Tensor hidden = trunk_forward(w.trunk, w.config.positions, batch, w.device);
   return at::linear(hidden, w.w_out, w.b_out);
 }
 
-TokenScores ToyCausalLm::score_response(const TokenBatch& batch, bool with_entropy) {
+ResponseScores ToyPolicyModel::score_response(const TokenBatch& batch, bool with_entropy) {
   const auto& w = *weights_;
   at::Tensor hidden = response_window(trunk_forward(w.trunk, w.config.positions, batch, w.device), batch);
   at::Tensor logits = at::linear(hidden, w.w_out, w.b_out);
   at::Tensor targets = batch.input_ids.to(w.device).narrow(1, batch.response_start, batch.response_length());
-  TokenScores scores;
+  ResponseScores scores;
   scores.log_probs = log_probs_from_logits(logits, targets);
   if (with_entropy) scores.entropy = entropy_from_logits(logits);
   return scores;
 }
 
-Result<std::unique_ptr<CausalLm>> load_causal_lm(const std::string& spec, c10::Device device) {
+Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device) {
   if (is_toy_spec(spec)) {
     auto config = parse_toy_spec(spec);
     if (!config) return config.status();
-    return std::unique_ptr<CausalLm>(new ToyCausalLm(config.value(), device));
+    return std::unique_ptr<PolicyModel>(new ToyPolicyModel(config.value(), device));
   }
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
   if (checkpoint.value().head != "lm") return Status::error(cudaagent::quoted(spec) + " holds a value model, not a causal LM");
-  auto model = std::make_unique<ToyCausalLm>(checkpoint.value().config, device);
+  auto model = std::make_unique<ToyPolicyModel>(checkpoint.value().config, device);
   if (auto status = model->assign(checkpoint.value().tensors); !status) {
     return status.with_context(cudaagent::quoted(spec));
   }
-  return std::unique_ptr<CausalLm>(std::move(model));
+  return std::unique_ptr<PolicyModel>(std::move(model));
 }
 
 Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device) {

@@ -13,7 +13,7 @@
 
 namespace cudaagent {
 
-PpoTrainer::PpoTrainer(CausalLm& actor, ValueModel& critic, CausalLm* reference,
+PpoTrainer::PpoTrainer(PolicyModel& actor, ValueModel& critic, PolicyModel* reference,
                        const PpoSettings& settings, Communicator& communicator)
     : actor_(actor),
       critic_(critic),
@@ -97,7 +97,7 @@ MetricList PpoTrainer::iteration(const std::vector<const Trajectory*>& trajector
       for_each_micro_batch(batch, minibatch, batching.micro_batch_size, communicator_,
                            actor_.device(), [&](const RlBatch& part) {
         if (update_actor) {
-          TokenScores scores = actor_.score_response(part.tokens, true);
+          ResponseScores scores = actor_.score_response(part.tokens, true);
           PolicyLossTerms terms = policy_loss(part.old_log_probs, scores.log_probs, part.advantages,
                                               part.mask, settings_.policy, normaliser);
           at::Tensor loss = terms.loss;

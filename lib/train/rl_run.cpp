@@ -84,6 +84,9 @@ Result<Dataset> load_dataset(const RlRunOptions& options, const Communicator& co
   StageCounts counts;
   auto end = run_record_stage(collector, common, session, &counts);
   if (!end) return end.status();
+  // A stop signal while reading leaves a partial dataset: train on none of it (run_tool exits
+  // 128+N whatever this says).
+  if (session.stop_signal.load() != 0) return Status::error("stopped while reading the input");
   Dataset dataset{collector.take(), collector.fingerprint()};
   if (communicator.rank() == 0 && !options.common.quiet) {
     std::string summary = std::to_string(dataset.trajectories.size()) + " trajectories to train on, " +
@@ -351,7 +354,7 @@ Result<StageEnd> run_rft(RlRunOptions& options, Session& session) {
   auto setup = set_up(options, "rft", session);
   if (!setup) return setup.status();
   RunSetup& run = setup.value();
-  auto model = load_causal_lm(model_source(run, "actor", options.model), run.device);
+  auto model = load_policy_model(model_source(run, "actor", options.model), run.device);
   if (!model) return model.status();
   RftSettings settings;
   settings.aggregation = options.ppo.policy.aggregation;
@@ -422,14 +425,14 @@ Result<StageEnd> run_ppo(RlRunOptions& options, Session& session) {
   auto setup = set_up(options, "ppo", session);
   if (!setup) return setup.status();
   RunSetup& run = setup.value();
-  auto actor = load_causal_lm(model_source(run, "actor", options.model), run.device);
+  auto actor = load_policy_model(model_source(run, "actor", options.model), run.device);
   if (!actor) return actor.status();
   auto critic = load_value_model(model_source(run, "critic", options.critic), run.device);
   if (!critic) return critic.status();
   if (!run.resume) run.state.reference_spec = options.reference.empty() ? options.model : options.reference;
-  std::unique_ptr<CausalLm> reference;
+  std::unique_ptr<PolicyModel> reference;
   if (options.ppo.needs_reference()) {
-    auto loaded = load_causal_lm(run.state.reference_spec, run.device);
+    auto loaded = load_policy_model(run.state.reference_spec, run.device);
     if (!loaded) return loaded.status().with_context("reference model");
     reference = std::move(loaded.value());
   }

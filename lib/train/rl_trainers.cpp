@@ -60,7 +60,7 @@ MetricList ValueTrainer::iteration(const std::vector<const Trajectory*>& traject
   return metrics;
 }
 
-RftTrainer::RftTrainer(CausalLm& model, const RftSettings& settings, Communicator& communicator)
+RftTrainer::RftTrainer(PolicyModel& model, const RftSettings& settings, Communicator& communicator)
     : model_(model),
       settings_(settings),
       communicator_(communicator),
@@ -80,7 +80,7 @@ MetricList RftTrainer::iteration(const std::vector<const Trajectory*>& trajector
       UpdateSums sums({"rft/loss", "rft/token_log_prob", "tokens"}, {});
       for_each_micro_batch(batch, minibatch, batching.micro_batch_size, communicator_,
                            model_.device(), [&](const RlBatch& part) {
-        TokenScores scores = model_.score_response(part.tokens, false);
+        ResponseScores scores = model_.score_response(part.tokens, false);
         at::Tensor loss = aggregate_loss(-scores.log_probs, part.mask, settings_.aggregation, normaliser);
         loss.backward();
         const double tokens = part.mask.sum().item<double>();

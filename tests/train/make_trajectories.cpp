@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
 
   if (save->parsed()) {
-    auto loaded = cudaagent::load_causal_lm(model, c10::Device(c10::kCPU));
+    auto loaded = cudaagent::load_policy_model(model, c10::Device(c10::kCPU));
     auto status = loaded ? loaded.value()->save(save_to) : loaded.status();
     if (!status) {
       std::fprintf(stderr, "cudaagent-test-trajectories: %s\n", status.message().c_str());
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
   }
   std::vector<cudaagent::Trajectory> trajectories;
   if (toy->parsed()) {
-    auto loaded = cudaagent::load_causal_lm(model, c10::Device(c10::kCPU));
-    auto* toy_model = loaded ? dynamic_cast<cudaagent::ToyCausalLm*>(loaded.value().get()) : nullptr;
+    auto loaded = cudaagent::load_policy_model(model, c10::Device(c10::kCPU));
+    auto* toy_model = loaded ? dynamic_cast<cudaagent::ToyPolicyModel*>(loaded.value().get()) : nullptr;
     if (toy_model == nullptr) {
       std::fprintf(stderr, "cudaagent-test-trajectories: %s is not a toy model\n", model.c_str());
       return 2;

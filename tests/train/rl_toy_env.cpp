@@ -24,7 +24,7 @@ double pattern_reward(const Trajectory& trajectory, std::int64_t vocab) {
   return scored == 0 ? 0.0 : static_cast<double>(correct) / scored;
 }
 
-std::vector<Trajectory> sample_episodes(ToyCausalLm& model, const ToyEpisodes& spec,
+std::vector<Trajectory> sample_episodes(ToyPolicyModel& model, const ToyEpisodes& spec,
                                         at::Generator& generator, const std::string& prefix) {
   at::NoGradGuard no_grad;
   const std::int64_t vocab = model.vocab_size();

@@ -30,7 +30,7 @@ struct ToyEpisodes {
 double pattern_reward(const Trajectory& trajectory, std::int64_t vocab);
 
 // Samples episodes from `model` (no gradients) with `generator`; ids "<prefix><n>".
-std::vector<Trajectory> sample_episodes(ToyCausalLm& model, const ToyEpisodes& spec,
+std::vector<Trajectory> sample_episodes(ToyPolicyModel& model, const ToyEpisodes& spec,
                                         at::Generator& generator, const std::string& prefix = "t");
 
 // Random trajectories of the given sizes for throughput tests and benches: token ids below

@@ -64,7 +64,7 @@ Outcome train(Communicator& communicator, const std::vector<Trajectory>& data) {
   ToyModelConfig config;
   config.vocab = 8;
   config.seed = 3;
-  ToyCausalLm actor(config, c10::Device(c10::kCPU));
+  ToyPolicyModel actor(config, c10::Device(c10::kCPU));
   auto critic = load_value_model("toy:vocab=8,seed=3", c10::Device(c10::kCPU));
   REQUIRE(critic);
   PpoTrainer trainer(actor, *critic.value(), nullptr, settings(), communicator);
@@ -107,7 +107,7 @@ TEST_CASE("two Gloo ranks train PPO to the parameters of one process") {
   ToyModelConfig config;
   config.vocab = 8;
   config.seed = 3;
-  ToyCausalLm sampler(config, c10::Device(c10::kCPU));
+  ToyPolicyModel sampler(config, c10::Device(c10::kCPU));
   at::Generator generator = at::detail::createCPUGenerator(5);
   testing::ToyEpisodes spec;
   spec.rows = 32;
@@ -155,6 +155,6 @@ TEST_CASE("two Gloo ranks train PPO to the parameters of one process") {
   CHECK(ranks[1].owned_state > 0);
   CHECK(ranks[0].owned_state + ranks[1].owned_state == alone.owned_state);
   // The updates moved the parameters (the comparison above is not of untouched weights).
-  ToyCausalLm fresh(config, c10::Device(c10::kCPU));
+  ToyPolicyModel fresh(config, c10::Device(c10::kCPU));
   CHECK_FALSE(at::allclose(fresh.parameters()[2], alone.actor[2], 1e-4, 1e-6));
 }

@@ -34,20 +34,20 @@ TEST_CASE("toy specs") {
   CHECK(config.value().hidden == 64);
   CHECK_FALSE(parse_toy_spec("toy:vocab=0"));
   CHECK_FALSE(parse_toy_spec("toy:colour=3"));
-  CHECK_FALSE(load_causal_lm("/nonexistent/model", kCpu));
+  CHECK_FALSE(load_policy_model("/nonexistent/model", kCpu));
   CHECK(parse_device("cuda:1").value().index() == 1);
   CHECK_FALSE(parse_device("tpu"));
 }
 
 TEST_CASE("response scores agree with the logits and ignore padding") {
-  ToyCausalLm model(ToyModelConfig{}, kCpu);
+  ToyPolicyModel model(ToyModelConfig{}, kCpu);
   Trajectory a = make({1, 2, 3, 4}, {5, 6});
   Trajectory b = make({7}, {8, 9, 10, 11});
   RlBatch both = collate({&a, &b});
   RlBatch alone = collate({&b});
   at::NoGradGuard no_grad;
-  TokenScores scores = model.score_response(both.tokens, true);
-  TokenScores single = model.score_response(alone.tokens, true);
+  ResponseScores scores = model.score_response(both.tokens, true);
+  ResponseScores single = model.score_response(alone.tokens, true);
   // Row 1 has three columns of left padding in `both`; its scores must not notice.
   CHECK(at::allclose(scores.log_probs[1], single.log_probs[0], 1e-6, 1e-6));
   CHECK(at::allclose(scores.entropy[1], single.entropy[0], 1e-6, 1e-6));
@@ -64,9 +64,9 @@ TEST_CASE("toy checkpoints read back exactly; critics start from the actor's tru
   ToyModelConfig config;
   config.vocab = 10;
   config.seed = 5;
-  ToyCausalLm model(config, kCpu);
+  ToyPolicyModel model(config, kCpu);
   REQUIRE(model.save(dir.file("actor")));
-  auto loaded = load_causal_lm(dir.file("actor"), kCpu);
+  auto loaded = load_policy_model(dir.file("actor"), kCpu);
   REQUIRE(loaded);
   auto original = model.parameters();
   auto copy = loaded.value()->parameters();
@@ -84,7 +84,7 @@ TEST_CASE("toy checkpoints read back exactly; critics start from the actor's tru
   auto critic_copy = load_value_model(dir.file("critic"), kCpu);
   REQUIRE(critic_copy);
   CHECK(critic_copy.value()->parameter_names().back() == "b_value");
-  CHECK_FALSE(load_causal_lm(dir.file("critic"), kCpu));  // a value model is not an LM
+  CHECK_FALSE(load_policy_model(dir.file("critic"), kCpu));  // a value model is not an LM
 
   // The spec form gives the same trunk as the actor of that spec.
   auto spec_critic = load_value_model("toy:vocab=10,seed=5", kCpu);

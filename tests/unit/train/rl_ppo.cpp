@@ -43,11 +43,11 @@ struct Curve {
   }
 };
 
-ToyCausalLm toy(std::uint64_t seed = 7) {
+ToyPolicyModel toy(std::uint64_t seed = 7) {
   ToyModelConfig config;
   config.vocab = 8;
   config.seed = seed;
-  return ToyCausalLm(config, c10::Device(c10::kCPU));
+  return ToyPolicyModel(config, c10::Device(c10::kCPU));
 }
 
 std::unique_ptr<ValueModel> toy_critic() {
@@ -57,7 +57,7 @@ std::unique_ptr<ValueModel> toy_critic() {
 }
 
 Curve train(const ToyEpisodes& spec, int iterations, const PpoSettings& settings) {
-  ToyCausalLm actor = toy();
+  ToyPolicyModel actor = toy();
   auto critic = load_value_model("toy:vocab=8,seed=7", c10::Device(c10::kCPU));
   REQUIRE(critic);
   auto communicator = make_local_communicator();
@@ -107,8 +107,8 @@ TEST_CASE("PPO learns across observation tokens (multi-turn)") {
 
 TEST_CASE("on-policy sanity: the first minibatch of fresh trajectories has ratio 1, no clipping") {
   auto check_first_minibatch = [](int turns, std::int64_t micro, std::uint64_t sampler_seed) {
-    ToyCausalLm actor = toy();
-    ToyCausalLm sampler = toy(sampler_seed);
+    ToyPolicyModel actor = toy();
+    ToyPolicyModel sampler = toy(sampler_seed);
     auto critic = toy_critic();
     auto communicator = make_local_communicator();
     PpoSettings settings = learning_settings();
@@ -145,7 +145,7 @@ TEST_CASE("on-policy sanity: the first minibatch of fresh trajectories has ratio
 }
 
 TEST_CASE("recomputed old log-probs agree with the sampler's on fresh data") {
-  ToyCausalLm actor = toy();
+  ToyPolicyModel actor = toy();
   auto critic = toy_critic();
   auto communicator = make_local_communicator();
   PpoSettings settings = learning_settings();
@@ -162,8 +162,8 @@ TEST_CASE("recomputed old log-probs agree with the sampler's on fresh data") {
 }
 
 TEST_CASE("KL to the reference, as a loss and in the reward") {
-  ToyCausalLm actor = toy();
-  ToyCausalLm reference = toy();
+  ToyPolicyModel actor = toy();
+  ToyPolicyModel reference = toy();
   auto critic = toy_critic();
   auto communicator = make_local_communicator();
   PpoSettings settings = learning_settings();
@@ -193,7 +193,7 @@ TEST_CASE("KL to the reference, as a loss and in the reward") {
 }
 
 TEST_CASE("critic warm-up leaves the actor untouched") {
-  ToyCausalLm actor = toy();
+  ToyPolicyModel actor = toy();
   auto critic = toy_critic();
   auto communicator = make_local_communicator();
   PpoSettings settings = learning_settings();
@@ -212,7 +212,7 @@ TEST_CASE("critic warm-up leaves the actor untouched") {
 }
 
 TEST_CASE("value pre-training fits the returns") {
-  ToyCausalLm sampler = toy();
+  ToyPolicyModel sampler = toy();
   at::Generator generator = at::detail::createCPUGenerator(12);
   ToyEpisodes spec;
   spec.turns = 2;
@@ -230,7 +230,7 @@ TEST_CASE("value pre-training fits the returns") {
 }
 
 TEST_CASE("rejection fine-tuning on good trajectories raises the reward") {
-  ToyCausalLm model = toy();
+  ToyPolicyModel model = toy();
   at::Generator generator = at::detail::createCPUGenerator(13);
   ToyEpisodes spec;
   // Perfect trajectories: every response token follows the pattern.

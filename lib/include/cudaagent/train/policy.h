@@ -1,6 +1,6 @@
-// The seam between the RL stages and a model: a trainable causal LM (the actor, and the frozen
-// reference) and a value model (the critic, a scalar per token). The stages never see a model's
-// architecture; any model that fills these two interfaces trains under rft, value and ppo.
+// The seam between the RL stages and a model: a PolicyModel (a trainable causal LM: the actor, and
+// the frozen reference) and a ValueModel (the critic, a scalar per token). The stages never see a
+// model's architecture; any model that fills these two interfaces trains under rft, value and ppo.
 //
 // Batches use veRL's padded layout so that every row's response starts in the same column: each
 // row is [left padding][prompt][response][right padding]. Position ids restart at 0 on each row's
@@ -31,7 +31,7 @@ struct TokenBatch {
 
 // What a causal LM says about the response tokens of a batch: column j is about the token in
 // column P + j, predicted from the tokens before it (the logits of column P + j - 1).
-struct TokenScores {
+struct ResponseScores {
   at::Tensor log_probs;  // (B, R) float32: log p(token | prefix); differentiable in grad mode
   at::Tensor entropy;    // (B, R) float32 entropy of that next-token distribution; undefined
                          // unless asked for
@@ -53,12 +53,12 @@ class TrainableModel {
   virtual Status save(const std::string& directory) const = 0;
 };
 
-class CausalLm : public TrainableModel {
+class PolicyModel : public TrainableModel {
  public:
   // Scores the response tokens of `batch` (on this model's device). Padding columns hold
   // arbitrary finite values; callers mask them. With `with_entropy` the entropies are computed
   // too (differentiable as well).
-  virtual TokenScores score_response(const TokenBatch& batch, bool with_entropy) = 0;
+  virtual ResponseScores score_response(const TokenBatch& batch, bool with_entropy) = 0;
 };
 
 class ValueModel : public TrainableModel {

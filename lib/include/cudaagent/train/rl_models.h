@@ -1,5 +1,5 @@
 // Where the RL stages get their models: a model specification (a checkpoint directory, or
-// "toy:k=v,..." for the small built-in model the tests train on the CPU) becomes a CausalLm or a
+// "toy:k=v,..." for the small built-in model the tests train on the CPU) becomes a PolicyModel or a
 // ValueModel. The toy model is an embedding, a causal mean of the embeddings and a two-layer
 // MLP; it exists so the whole RL machinery is tested without a large model. A directory's
 // config.json "model_type" picks the implementation: "cudaagent-toy" here; Hugging Face model
@@ -31,16 +31,16 @@ struct ToyModelConfig {
 Result<ToyModelConfig> parse_toy_spec(const std::string& spec);
 
 // The toy causal LM, public so tests can sample from it.
-class ToyCausalLm : public CausalLm {
+class ToyPolicyModel : public PolicyModel {
  public:
-  ToyCausalLm(const ToyModelConfig& config, c10::Device device);
-  ~ToyCausalLm() override;
+  ToyPolicyModel(const ToyModelConfig& config, c10::Device device);
+  ~ToyPolicyModel() override;
   std::vector<at::Tensor> parameters() override;
   std::vector<std::string> parameter_names() const override;
   c10::Device device() const override;
   Status save(const std::string& directory) const override;
   std::int64_t vocab_size() const override;
-  TokenScores score_response(const TokenBatch& batch, bool with_entropy) override;
+  ResponseScores score_response(const TokenBatch& batch, bool with_entropy) override;
 
   // (B, L, V) next-token logits at every column (the sampler's view).
   at::Tensor logits(const TokenBatch& batch);
@@ -55,8 +55,8 @@ class ToyCausalLm : public CausalLm {
   std::unique_ptr<Weights> weights_;
 };
 
-// Loads an actor (or reference) model: a directory written by CausalLm::save, or a toy spec.
-Result<std::unique_ptr<CausalLm>> load_causal_lm(const std::string& spec, c10::Device device);
+// Loads an actor (or reference) model: a directory written by PolicyModel::save, or a toy spec.
+Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device);
 
 // Loads a critic: a directory written by ValueModel::save, or, from a causal LM's directory or
 // spec, that model's trunk with a new value head initialised to zero (so the first values are 0).

@@ -54,7 +54,7 @@ struct PpoSettings {
 class PpoTrainer {
  public:
   // The models must outlive the trainer; `reference` may be null unless settings need it.
-  PpoTrainer(CausalLm& actor, ValueModel& critic, CausalLm* reference, const PpoSettings& settings,
+  PpoTrainer(PolicyModel& actor, ValueModel& critic, PolicyModel* reference, const PpoSettings& settings,
              Communicator& communicator);
   // One rollout batch: every rank passes the same trajectories (with behaviour log-probs).
   MetricList iteration(const std::vector<const Trajectory*>& batch, std::int64_t iteration);
@@ -64,9 +64,9 @@ class PpoTrainer {
   KlController& kl_controller() { return kl_; }
 
  private:
-  CausalLm& actor_;
+  PolicyModel& actor_;
   ValueModel& critic_;
-  CausalLm* reference_;
+  PolicyModel* reference_;
   PpoSettings settings_;
   Communicator& communicator_;
   AdamW actor_optimizer_;
@@ -104,12 +104,12 @@ struct RftSettings {
 
 class RftTrainer {
  public:
-  RftTrainer(CausalLm& model, const RftSettings& settings, Communicator& communicator);
+  RftTrainer(PolicyModel& model, const RftSettings& settings, Communicator& communicator);
   MetricList iteration(const std::vector<const Trajectory*>& batch, std::int64_t iteration);
   AdamW& optimizer() { return optimizer_; }
 
  private:
-  CausalLm& model_;
+  PolicyModel& model_;
   RftSettings settings_;
   Communicator& communicator_;
   AdamW optimizer_;
