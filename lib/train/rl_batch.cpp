@@ -76,11 +76,14 @@ RlBatch select_rows(const RlBatch& batch, const std::vector<std::int64_t>& rows)
   at::Tensor attention = pick(batch.tokens.attention_mask);
   // The columns some selected row uses: [first, last].
   at::Tensor used = attention.sum(0).gt(0).nonzero().squeeze(-1);
-  const std::int64_t first = std::min(used.min().item<std::int64_t>(), batch.tokens.response_start - 1);
+  const std::int64_t first =
+      std::min(used.min().item<std::int64_t>(), batch.tokens.response_start - 1);
   const std::int64_t last = std::max(used.max().item<std::int64_t>(), batch.tokens.response_start);
   const std::int64_t width = last - first + 1;
   const std::int64_t response_width = last - batch.tokens.response_start + 1;
-  auto columns = [&](const at::Tensor& tensor) { return tensor.narrow(1, first, width).contiguous(); };
+  auto columns = [&](const at::Tensor& tensor) {
+    return tensor.narrow(1, first, width).contiguous();
+  };
   auto response = [&](const at::Tensor& tensor) {
     return tensor.defined() ? pick(tensor).narrow(1, 0, response_width).contiguous() : at::Tensor();
   };
@@ -99,7 +102,9 @@ RlBatch select_rows(const RlBatch& batch, const std::vector<std::int64_t>& rows)
 }
 
 RlBatch to_device(const RlBatch& batch, c10::Device device) {
-  auto move = [&](const at::Tensor& tensor) { return tensor.defined() ? tensor.to(device) : tensor; };
+  auto move = [&](const at::Tensor& tensor) {
+    return tensor.defined() ? tensor.to(device) : tensor;
+  };
   RlBatch out;
   out.tokens.input_ids = move(batch.tokens.input_ids);
   out.tokens.attention_mask = move(batch.tokens.attention_mask);
@@ -146,7 +151,8 @@ std::vector<std::vector<std::int64_t>> split_rows(const std::vector<std::int64_t
   return out;
 }
 
-std::vector<std::int64_t> rank_share(const std::vector<std::int64_t>& rows, int rank, int world_size) {
+std::vector<std::int64_t> rank_share(const std::vector<std::int64_t>& rows, int rank,
+                                     int world_size) {
   std::vector<std::int64_t> out;
   for (std::size_t i = static_cast<std::size_t>(rank); i < rows.size();
        i += static_cast<std::size_t>(world_size)) {

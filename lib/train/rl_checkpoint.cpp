@@ -75,7 +75,8 @@ Result<std::string> write_checkpoint(const std::string& run_directory, const Run
   if (communicator.rank() == 0) {
     std::error_code error;
     fs::remove_all(partial, error);
-    if (!make_directories(partial, 0755)) status = Status::error("cannot create " + cudaagent::quoted(partial));
+    if (!make_directories(partial, 0755))
+      status = Status::error("cannot create " + cudaagent::quoted(partial));
   }
   communicator.barrier();
   if (status && communicator.rank() == 0) {
@@ -89,7 +90,8 @@ Result<std::string> write_checkpoint(const std::string& run_directory, const Run
   }
   for (const auto& [name, optimizer] : parts.optimizers) {
     if (!status) break;
-    status = rl_write_tensors(partial + "/optim-" + name + rank_suffix(communicator), optimizer->state());
+    status = rl_write_tensors(partial + "/optim-" + name + rank_suffix(communicator),
+                              optimizer->state());
   }
   if (status) {
     NamedTensors rng;
@@ -97,16 +99,19 @@ Result<std::string> write_checkpoint(const std::string& run_directory, const Run
     status = rl_write_tensors(partial + "/rng" + rank_suffix(communicator), rng);
   }
   // Every rank learns whether any rank failed before the checkpoint is published.
-  std::vector<at::Tensor> failed{at::full({1}, status ? 0.0 : 1.0, at::TensorOptions().dtype(at::kFloat))
-                                     .to(communicator.device())};
+  std::vector<at::Tensor> failed{
+      at::full({1}, status ? 0.0 : 1.0, at::TensorOptions().dtype(at::kFloat))
+          .to(communicator.device())};
   communicator.all_reduce_sum(failed);
-  if (failed[0].item<double>() > 0 && status) status = Status::error("another rank failed to write its checkpoint part");
+  if (failed[0].item<double>() > 0 && status)
+    status = Status::error("another rank failed to write its checkpoint part");
   if (status && communicator.rank() == 0) {
     std::error_code error;
     fs::remove_all(final_directory, error);
     fs::rename(partial, final_directory, error);
     if (error) {
-      status = Status::error("cannot rename " + cudaagent::quoted(partial) + ": " + error.message());
+      status =
+          Status::error("cannot rename " + cudaagent::quoted(partial) + ": " + error.message());
     } else if (!write_file_atomically(root + "/latest", iteration_name(state.iteration) + "\n")) {
       status = Status::error("cannot write " + cudaagent::quoted(root + "/latest"));
     } else {
@@ -132,13 +137,16 @@ Result<RunState> read_run_state(const std::string& checkpoint_directory) {
   if (!read_whole_file(path, text)) return Status::error("cannot read " + cudaagent::quoted(path));
   simdjson::dom::parser parser;
   simdjson::dom::object object;
-  if (parser.parse(text).get(object)) return Status::error(cudaagent::quoted(path) + " is not a JSON object");
+  if (parser.parse(text).get(object))
+    return Status::error(cudaagent::quoted(path) + " is not a JSON object");
   RunState state;
   std::string_view stage, fingerprint, seed, reference;
   std::int64_t metrics_bytes = 0;
   std::int64_t world_size = 1;
-  if (object["stage"].get_string().get(stage) || object["iteration"].get_int64().get(state.iteration) ||
-      object["epoch"].get_int64().get(state.epoch) || object["position"].get_int64().get(state.position) ||
+  if (object["stage"].get_string().get(stage) ||
+      object["iteration"].get_int64().get(state.iteration) ||
+      object["epoch"].get_int64().get(state.epoch) ||
+      object["position"].get_int64().get(state.position) ||
       object["data_fingerprint"].get_string().get(fingerprint) ||
       object["seed"].get_string().get(seed) || object["kl_coef"].get_double().get(state.kl_coef) ||
       object["metrics_bytes"].get_int64().get(metrics_bytes) ||
@@ -166,7 +174,8 @@ Status restore_optimizer(const std::string& checkpoint_directory, const std::str
   return optimizer.load_state(state.value()).with_context("optimiser '" + name + "'");
 }
 
-Status restore_generator(const std::string& checkpoint_directory, const Communicator& communicator) {
+Status restore_generator(const std::string& checkpoint_directory,
+                         const Communicator& communicator) {
   auto state = rl_read_tensors(checkpoint_directory + "/rng" + rank_suffix(communicator));
   if (!state) return state.status();
   at::Tensor generator_state = state.value().find("cpu_generator");

@@ -61,8 +61,12 @@ class GroupCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   c10::Device device() const override { return device_; }
-  void all_reduce_sum(std::vector<at::Tensor>& tensors) override { reduce(tensors, c10d::ReduceOp::SUM); }
-  void all_reduce_max(std::vector<at::Tensor>& tensors) override { reduce(tensors, c10d::ReduceOp::MAX); }
+  void all_reduce_sum(std::vector<at::Tensor>& tensors) override {
+    reduce(tensors, c10d::ReduceOp::SUM);
+  }
+  void all_reduce_max(std::vector<at::Tensor>& tensors) override {
+    reduce(tensors, c10d::ReduceOp::MAX);
+  }
   void broadcast(std::vector<at::Tensor>& tensors, int root) override {
     c10d::BroadcastOptions options;
     options.rootRank = root;
@@ -90,12 +94,14 @@ class GroupCommunicator final : public Communicator {
   c10::intrusive_ptr<Group> group_;
   int rank_;
   int world_size_;
-  c10::Device device_;  // where the backend's tensors live: the CPU for Gloo, this rank's GPU for NCCL
+  c10::Device
+      device_;  // where the backend's tensors live: the CPU for Gloo, this rank's GPU for NCCL
 };
 #endif
 
 // Flattens a bucket, lets `collective` act on the flat tensor, and copies the result back.
-void run_bucket(std::vector<at::Tensor>& bucket, const std::function<void(at::Tensor&)>& collective) {
+void run_bucket(std::vector<at::Tensor>& bucket,
+                const std::function<void(at::Tensor&)>& collective) {
   if (bucket.empty()) return;
   std::vector<at::Tensor> flat_parts;
   flat_parts.reserve(bucket.size());
@@ -118,9 +124,9 @@ void for_each_bucket(std::vector<at::Tensor>& tensors, std::int64_t bucket_bytes
   std::int64_t bytes = 0;
   for (auto& tensor : tensors) {
     const auto size = static_cast<std::int64_t>(tensor.nbytes());
-    if (!bucket.empty() && (bytes + size > bucket_bytes ||
-                            bucket.front().scalar_type() != tensor.scalar_type() ||
-                            bucket.front().device() != tensor.device())) {
+    if (!bucket.empty() &&
+        (bytes + size > bucket_bytes || bucket.front().scalar_type() != tensor.scalar_type() ||
+         bucket.front().device() != tensor.device())) {
       run_bucket(bucket, collective);
       bytes = 0;
     }
@@ -150,17 +156,20 @@ Result<RankInfo> rank_from_environment(const std::function<const char*(const cha
   info.local_rank = local.value();
   info.master_port = port.value();
   if (info.world_size < 1 || info.rank >= info.world_size) {
-    return Status::error(std::string(rank_name) + "=" + std::to_string(info.rank) + " is not below " +
-                         world_name + "=" + std::to_string(info.world_size));
+    return Status::error(std::string(rank_name) + "=" + std::to_string(info.rank) +
+                         " is not below " + world_name + "=" + std::to_string(info.world_size));
   }
   if (info.master_port < 1 || info.master_port > 65535) {
     return Status::error("MASTER_PORT=" + std::to_string(info.master_port) + " is not a port");
   }
-  if (const char* addr = lookup("MASTER_ADDR"); addr != nullptr && *addr != '\0') info.master_addr = addr;
+  if (const char* addr = lookup("MASTER_ADDR"); addr != nullptr && *addr != '\0')
+    info.master_addr = addr;
   return info;
 }
 
-std::unique_ptr<Communicator> make_local_communicator() { return std::make_unique<LocalCommunicator>(); }
+std::unique_ptr<Communicator> make_local_communicator() {
+  return std::make_unique<LocalCommunicator>();
+}
 
 Result<std::unique_ptr<Communicator>> connect_communicator(const RankInfo& rank,
                                                            const std::string& backend,
@@ -186,7 +195,8 @@ Result<std::unique_ptr<Communicator>> connect_communicator(const RankInfo& rank,
     } else {
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank.rank, rank.world_size, options);
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank.rank, rank.world_size, options);
     return std::unique_ptr<Communicator>(new GroupCommunicator<c10d::ProcessGroupGloo>(
         store, group, rank.rank, rank.world_size, c10::Device(c10::kCPU)));
 #else
@@ -197,7 +207,8 @@ Result<std::unique_ptr<Communicator>> connect_communicator(const RankInfo& rank,
 #if CUDAAGENT_HAVE_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
-    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank.rank, rank.world_size, options);
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank.rank, rank.world_size, options);
     return std::unique_ptr<Communicator>(new GroupCommunicator<c10d::ProcessGroupNCCL>(
         store, group, rank.rank, rank.world_size,
         c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank.local_rank))));
@@ -226,8 +237,8 @@ std::vector<int> plan_parameter_owners(const std::vector<std::int64_t>& numels, 
   std::vector<std::int64_t> load(static_cast<std::size_t>(std::max(world_size, 1)), 0);
   std::vector<int> owners(numels.size(), 0);
   for (std::size_t index : order) {
-    const auto lightest = static_cast<std::size_t>(
-        std::min_element(load.begin(), load.end()) - load.begin());
+    const auto lightest =
+        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     owners[index] = static_cast<int>(lightest);
     load[lightest] += numels[index];
   }

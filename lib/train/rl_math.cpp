@@ -48,9 +48,12 @@ Result<LossAggregation> parse_loss_aggregation(std::string_view name) {
 
 std::string_view loss_aggregation_name(LossAggregation aggregation) {
   switch (aggregation) {
-    case LossAggregation::kTokenMean: return "token-mean";
-    case LossAggregation::kSeqMeanTokenSum: return "seq-mean-token-sum";
-    case LossAggregation::kSeqMeanTokenMean: return "seq-mean-token-mean";
+    case LossAggregation::kTokenMean:
+      return "token-mean";
+    case LossAggregation::kSeqMeanTokenSum:
+      return "seq-mean-token-sum";
+    case LossAggregation::kSeqMeanTokenMean:
+      return "seq-mean-token-mean";
   }
   return "token-mean";
 }
@@ -142,10 +145,14 @@ Result<KlEstimator> parse_kl_estimator(std::string_view name) {
 
 std::string_view kl_estimator_name(KlEstimator estimator) {
   switch (estimator) {
-    case KlEstimator::kK1: return "k1";
-    case KlEstimator::kAbs: return "abs";
-    case KlEstimator::kK2: return "k2";
-    case KlEstimator::kK3: return "k3";
+    case KlEstimator::kK1:
+      return "k1";
+    case KlEstimator::kAbs:
+      return "abs";
+    case KlEstimator::kK2:
+      return "k2";
+    case KlEstimator::kK3:
+      return "k3";
   }
   return "k1";
 }
@@ -153,8 +160,10 @@ std::string_view kl_estimator_name(KlEstimator estimator) {
 at::Tensor kl_penalty(const at::Tensor& log_prob, const at::Tensor& ref_log_prob,
                       KlEstimator estimator) {
   switch (estimator) {
-    case KlEstimator::kK1: return log_prob - ref_log_prob;
-    case KlEstimator::kAbs: return (log_prob - ref_log_prob).abs();
+    case KlEstimator::kK1:
+      return log_prob - ref_log_prob;
+    case KlEstimator::kAbs:
+      return (log_prob - ref_log_prob).abs();
     case KlEstimator::kK2: {
       at::Tensor diff = log_prob - ref_log_prob;
       return 0.5 * diff * diff;
@@ -192,8 +201,8 @@ PolicyLossTerms policy_loss(const at::Tensor& old_log_prob, const at::Tensor& lo
 ValueLossTerms value_loss(const at::Tensor& predicted, const at::Tensor& returns,
                           const at::Tensor& old_values, const at::Tensor& mask, double clip_range,
                           LossAggregation aggregation, const LossNormaliser& normaliser) {
-  at::Tensor clipped = at::maximum(at::minimum(predicted, old_values + clip_range),
-                                   old_values - clip_range);
+  at::Tensor clipped =
+      at::maximum(at::minimum(predicted, old_values + clip_range), old_values - clip_range);
   at::Tensor error_unclipped = (predicted - returns) * (predicted - returns);
   at::Tensor error_clipped = (clipped - returns) * (clipped - returns);
   ValueLossTerms terms;

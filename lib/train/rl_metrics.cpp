@@ -18,11 +18,20 @@ std::string xml_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -75,7 +84,8 @@ std::vector<MetricSeries> metric_series_from_jsonl(std::string_view jsonl) {
     if (record["iteration"].get_double().get(x)) continue;
     for (auto field : record) {
       double y = 0;
-      if (field.key == "iteration" || field.value.get_double().get(y) || !std::isfinite(y)) continue;
+      if (field.key == "iteration" || field.value.get_double().get(y) || !std::isfinite(y))
+        continue;
       auto found = index.find(field.key);
       if (found == index.end()) {
         found = index.emplace(std::string(field.key), series.size()).first;
@@ -134,11 +144,11 @@ std::string render_metrics_svg(const std::vector<MetricSeries>& all_series, std:
            number_text(y_max) + "</text>\n";
     svg += "<text x=\"" + coordinate(left + 4) + "\" y=\"" + coordinate(plot_top + plot_height) +
            "\">" + number_text(y_min) + "</text>\n";
-    svg += "<text x=\"" + coordinate(plot_left) + "\" y=\"" + coordinate(plot_top + plot_height + 14) +
-           "\">" + number_text(x_min) + "</text>\n";
+    svg += "<text x=\"" + coordinate(plot_left) + "\" y=\"" +
+           coordinate(plot_top + plot_height + 14) + "\">" + number_text(x_min) + "</text>\n";
     svg += "<text x=\"" + coordinate(plot_left + plot_width) + "\" y=\"" +
-           coordinate(plot_top + plot_height + 14) + "\" text-anchor=\"end\">" + number_text(x_max) +
-           "</text>\n";
+           coordinate(plot_top + plot_height + 14) + "\" text-anchor=\"end\">" +
+           number_text(x_max) + "</text>\n";
     svg += "<text x=\"" + coordinate(plot_left + plot_width) + "\" y=\"" + coordinate(top + 14) +
            "\" text-anchor=\"end\" fill=\"#555\">last " + number_text(series.points.back().second) +
            "</text>\n";

@@ -66,7 +66,8 @@ std::vector<std::pair<std::string, at::Tensor>> trunk_tensors(const Trunk& trunk
 
 Status save_toy(const std::string& directory, const ToyModelConfig& config, std::string_view head,
                 std::vector<std::pair<std::string, at::Tensor>> tensors) {
-  if (!make_directories(directory, 0755)) return Status::error("cannot create " + cudaagent::quoted(directory));
+  if (!make_directories(directory, 0755))
+    return Status::error("cannot create " + cudaagent::quoted(directory));
   std::string text;
   JsonWriter json(text);
   json.begin_object().field("model_type", kToyModelType).field("head", head);
@@ -104,7 +105,8 @@ class ToyValueModel final : public ValueModel {
     return save_toy(directory, config_, "value", std::move(tensors));
   }
   at::Tensor values(const TokenBatch& batch) override {
-    at::Tensor hidden = response_window(trunk_forward(trunk_, config_.positions, batch, device_), batch);
+    at::Tensor hidden =
+        response_window(trunk_forward(trunk_, config_.positions, batch, device_), batch);
     return at::linear(hidden, w_value_, b_value_).squeeze(-1);
   }
   void set_head(const at::Tensor& w, const at::Tensor& b) {
@@ -142,7 +144,8 @@ Result<ToyCheckpoint> read_toy_checkpoint(const std::string& directory) {
   }
   simdjson::dom::parser parser;
   simdjson::dom::object config;
-  if (parser.parse(text).get(config)) return Status::error(cudaagent::quoted(directory + "/config.json") + " is not a JSON object");
+  if (parser.parse(text).get(config))
+    return Status::error(cudaagent::quoted(directory + "/config.json") + " is not a JSON object");
   std::string_view model_type;
   if (config["model_type"].get_string().get(model_type)) model_type = "";
   if (model_type != kToyModelType) {
@@ -153,9 +156,9 @@ Result<ToyCheckpoint> read_toy_checkpoint(const std::string& directory) {
   std::string_view head;
   if (config["head"].get_string().get(head)) head = "lm";
   out.head = std::string(head);
-  for (auto [key, target] : {std::pair{"vocab", &out.config.vocab}, std::pair{"dim", &out.config.dim},
-                             std::pair{"hidden", &out.config.hidden},
-                             std::pair{"positions", &out.config.positions}}) {
+  for (auto [key, target] :
+       {std::pair{"vocab", &out.config.vocab}, std::pair{"dim", &out.config.dim},
+        std::pair{"hidden", &out.config.hidden}, std::pair{"positions", &out.config.positions}}) {
     auto value = positive_field(config, key);
     if (!value) return value.status().with_context(cudaagent::quoted(directory));
     *target = value.value();
@@ -168,10 +171,12 @@ Result<ToyCheckpoint> read_toy_checkpoint(const std::string& directory) {
 
 Result<Trunk> trunk_from(const ToyCheckpoint& checkpoint, c10::Device device) {
   Trunk trunk;
-  for (auto [name, target] : {std::pair{"embed", &trunk.embed}, std::pair{"position", &trunk.position},
-                              std::pair{"w1", &trunk.w1}, std::pair{"b1", &trunk.b1}}) {
+  for (auto [name, target] :
+       {std::pair{"embed", &trunk.embed}, std::pair{"position", &trunk.position},
+        std::pair{"w1", &trunk.w1}, std::pair{"b1", &trunk.b1}}) {
     at::Tensor tensor = checkpoint.tensors.find(name);
-    if (!tensor.defined()) return Status::error("toy checkpoint lacks tensor " + cudaagent::quoted(name));
+    if (!tensor.defined())
+      return Status::error("toy checkpoint lacks tensor " + cudaagent::quoted(name));
     *target = leaf(tensor, device);
   }
   return trunk;
@@ -204,13 +209,20 @@ Result<ToyModelConfig> parse_toy_spec(const std::string& spec) {
     } catch (const std::exception&) {
       value = -1;
     }
-    if (value <= 0 && key != "seed") return Status::error("toy spec: bad value in " + cudaagent::quoted(item));
-    if (key == "vocab") config.vocab = value;
-    else if (key == "dim") config.dim = value;
-    else if (key == "hidden") config.hidden = value;
-    else if (key == "positions") config.positions = value;
-    else if (key == "seed" && value >= 0) config.seed = static_cast<std::uint64_t>(value);
-    else return Status::error("toy spec: unknown or bad key in " + cudaagent::quoted(item));
+    if (value <= 0 && key != "seed")
+      return Status::error("toy spec: bad value in " + cudaagent::quoted(item));
+    if (key == "vocab")
+      config.vocab = value;
+    else if (key == "dim")
+      config.dim = value;
+    else if (key == "hidden")
+      config.hidden = value;
+    else if (key == "positions")
+      config.positions = value;
+    else if (key == "seed" && value >= 0)
+      config.seed = static_cast<std::uint64_t>(value);
+    else
+      return Status::error("toy spec: unknown or bad key in " + cudaagent::quoted(item));
   }
   return config;
 }
@@ -248,12 +260,14 @@ Status ToyPolicyModel::save(const std::string& directory) const {
 
 Status ToyPolicyModel::assign(const NamedTensors& tensors) {
   auto& w = *weights_;
-  for (auto [name, target] : {std::pair{"embed", &w.trunk.embed}, std::pair{"position", &w.trunk.position},
-                              std::pair{"w1", &w.trunk.w1}, std::pair{"b1", &w.trunk.b1},
-                              std::pair{"w_out", &w.w_out}, std::pair{"b_out", &w.b_out}}) {
+  for (auto [name, target] :
+       {std::pair{"embed", &w.trunk.embed}, std::pair{"position", &w.trunk.position},
+        std::pair{"w1", &w.trunk.w1}, std::pair{"b1", &w.trunk.b1}, std::pair{"w_out", &w.w_out},
+        std::pair{"b_out", &w.b_out}}) {
     at::Tensor tensor = tensors.find(name);
     if (!tensor.defined()) return Status::error("no tensor " + cudaagent::quoted(name));
-    if (tensor.sizes() != target->sizes()) return Status::error("tensor " + cudaagent::quoted(name) + " has another shape");
+    if (tensor.sizes() != target->sizes())
+      return Status::error("tensor " + cudaagent::quoted(name) + " has another shape");
     *target = leaf(tensor.to(target->scalar_type()), w.device);
   }
   return Status::ok();
@@ -267,16 +281,19 @@ at::Tensor ToyPolicyModel::logits(const TokenBatch& batch) {
 
 ResponseScores ToyPolicyModel::score_response(const TokenBatch& batch, bool with_entropy) {
   const auto& w = *weights_;
-  at::Tensor hidden = response_window(trunk_forward(w.trunk, w.config.positions, batch, w.device), batch);
+  at::Tensor hidden =
+      response_window(trunk_forward(w.trunk, w.config.positions, batch, w.device), batch);
   at::Tensor logits = at::linear(hidden, w.w_out, w.b_out);
-  at::Tensor targets = batch.input_ids.to(w.device).narrow(1, batch.response_start, batch.response_length());
+  at::Tensor targets =
+      batch.input_ids.to(w.device).narrow(1, batch.response_start, batch.response_length());
   ResponseScores scores;
   scores.log_probs = log_probs_from_logits(logits, targets);
   if (with_entropy) scores.entropy = entropy_from_logits(logits);
   return scores;
 }
 
-Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device) {
+Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec,
+                                                       c10::Device device) {
   if (is_toy_spec(spec)) {
     auto config = parse_toy_spec(spec);
     if (!config) return config.status();
@@ -284,7 +301,8 @@ Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, 
   }
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
-  if (checkpoint.value().head != "lm") return Status::error(cudaagent::quoted(spec) + " holds a value model, not a causal LM");
+  if (checkpoint.value().head != "lm")
+    return Status::error(cudaagent::quoted(spec) + " holds a value model, not a causal LM");
   auto model = std::make_unique<ToyPolicyModel>(checkpoint.value().config, device);
   if (auto status = model->assign(checkpoint.value().tensors); !status) {
     return status.with_context(cudaagent::quoted(spec));
@@ -306,11 +324,13 @@ Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c1
   if (!checkpoint) return checkpoint.status();
   auto trunk = trunk_from(checkpoint.value(), device);
   if (!trunk) return trunk.status();
-  auto model = std::make_unique<ToyValueModel>(checkpoint.value().config, std::move(trunk.value()), device);
+  auto model =
+      std::make_unique<ToyValueModel>(checkpoint.value().config, std::move(trunk.value()), device);
   if (checkpoint.value().head == "value") {
     at::Tensor w = checkpoint.value().tensors.find("w_value");
     at::Tensor b = checkpoint.value().tensors.find("b_value");
-    if (!w.defined() || !b.defined()) return Status::error(cudaagent::quoted(spec) + ": toy checkpoint lacks its value head");
+    if (!w.defined() || !b.defined())
+      return Status::error(cudaagent::quoted(spec) + ": toy checkpoint lacks its value head");
     model->set_head(w, b);
   }
   return std::unique_ptr<ValueModel>(std::move(model));

@@ -127,7 +127,8 @@ Status AdamW::load_state(const NamedTensors& state) {
     at::Tensor avg_sq = state.find("exp_avg_sq." + names_[i]);
     if (!avg.defined() || !avg_sq.defined() || avg.sizes() != exp_avg_[i].sizes() ||
         avg_sq.sizes() != exp_avg_sq_[i].sizes()) {
-      return Status::error("optimiser state lacks or mis-shapes the moments of '" + names_[i] + "'");
+      return Status::error("optimiser state lacks or mis-shapes the moments of '" + names_[i] +
+                           "'");
     }
     exp_avg_[i].copy_(avg);
     exp_avg_sq_[i].copy_(avg_sq);

@@ -2,13 +2,14 @@
 // shared across ranks, rewards and masked GAE on the CPU, then minibatch updates of the actor and
 // the critic. Statistics are summed per rank as token-weighted numerators and reduced once per
 // minibatch, so metrics are those of the whole minibatch on every rank.
+#include "cudaagent/train/rl_ppo.h"
+
 #include <ATen/ATen.h>
 
 #include <chrono>
 #include <cmath>
 #include <numeric>
 
-#include "cudaagent/train/rl_ppo.h"
 #include "rl_update.h"
 
 namespace cudaagent {
@@ -38,38 +39,42 @@ MetricList PpoTrainer::iteration(const std::vector<const Trajectory*>& trajector
   MetricList metrics;
 
   // Forward-only passes.
-  batch.values = compute_per_token(batch, batching.micro_batch_size, communicator_,
-                                   [&](const RlBatch& part) { return critic_.values(part.tokens); });
+  batch.values =
+      compute_per_token(batch, batching.micro_batch_size, communicator_,
+                        [&](const RlBatch& part) { return critic_.values(part.tokens); });
   if (settings_.needs_reference()) {
-    batch.ref_log_probs = compute_per_token(batch, batching.micro_batch_size, communicator_,
-                                            [&](const RlBatch& part) {
-                                              return reference_->score_response(part.tokens, false).log_probs;
-                                            });
+    batch.ref_log_probs = compute_per_token(
+        batch, batching.micro_batch_size, communicator_, [&](const RlBatch& part) {
+          return reference_->score_response(part.tokens, false).log_probs;
+        });
   }
   if (settings_.recompute_old_log_probs || !batch.old_log_probs.defined()) {
     const auto recompute_started = std::chrono::steady_clock::now();
-    at::Tensor recomputed = compute_per_token(batch, batching.micro_batch_size, communicator_,
-                                              [&](const RlBatch& part) {
-                                                return actor_.score_response(part.tokens, false).log_probs;
-                                              });
+    at::Tensor recomputed = compute_per_token(
+        batch, batching.micro_batch_size, communicator_,
+        [&](const RlBatch& part) { return actor_.score_response(part.tokens, false).log_probs; });
     if (batch.old_log_probs.defined()) {
-      metrics.emplace_back("actor/behaviour_logprob_gap",
-                           masked_mean((recomputed - batch.old_log_probs).abs(), batch.mask).item<double>());
+      metrics.emplace_back(
+          "actor/behaviour_logprob_gap",
+          masked_mean((recomputed - batch.old_log_probs).abs(), batch.mask).item<double>());
     }
     batch.old_log_probs = recomputed;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - recompute_started).count();
     metrics.emplace_back("perf/old_log_prob_s", seconds);
-    metrics.emplace_back("perf/old_log_prob_tokens_per_s",
-                         seconds > 0 ? batch.tokens.attention_mask.sum().item<double>() / seconds : 0.0);
+    metrics.emplace_back(
+        "perf/old_log_prob_tokens_per_s",
+        seconds > 0 ? batch.tokens.attention_mask.sum().item<double>() / seconds : 0.0);
   }
 
   // Rewards, KL in the reward, advantages.
   at::Tensor rewards = outcome_rewards(batch.scores, batch.mask);
   if (settings_.kl_reward_coef > 0) {
-    at::Tensor kld = kl_penalty(batch.old_log_probs, batch.ref_log_probs, settings_.kl_reward_type) * batch.mask;
+    at::Tensor kld =
+        kl_penalty(batch.old_log_probs, batch.ref_log_probs, settings_.kl_reward_type) * batch.mask;
     // veRL's current_kl: the mean over rows of each row's masked token mean.
-    const double current_kl = (kld.sum(-1) / batch.mask.sum(-1).clamp_min(1.0)).mean().item<double>();
+    const double current_kl =
+        (kld.sum(-1) / batch.mask.sum(-1).clamp_min(1.0)).mean().item<double>();
     rewards = rewards - kl_.value * kld;
     metrics.emplace_back("actor/reward_kl_penalty", current_kl);
     metrics.emplace_back("actor/reward_kl_penalty_coeff", kl_.value);
@@ -93,44 +98,51 @@ MetricList PpoTrainer::iteration(const std::vector<const Trajectory*>& trajector
       UpdateSums actor_sums({"actor/pg_loss", "actor/entropy", "actor/kl_loss", "actor/pg_clipfrac",
                              "actor/pg_clipfrac_lower", "actor/ppo_kl", "tokens"},
                             {"actor/ratio_max_deviation"});
-      UpdateSums critic_sums({"critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean", "tokens"}, {});
-      for_each_micro_batch(batch, minibatch, batching.micro_batch_size, communicator_,
-                           actor_.device(), [&](const RlBatch& part) {
-        if (update_actor) {
-          ResponseScores scores = actor_.score_response(part.tokens, true);
-          PolicyLossTerms terms = policy_loss(part.old_log_probs, scores.log_probs, part.advantages,
-                                              part.mask, settings_.policy, normaliser);
-          at::Tensor loss = terms.loss;
-          at::Tensor entropy = aggregate_loss(scores.entropy, part.mask, settings_.policy.aggregation, normaliser);
-          if (settings_.entropy_coef != 0) loss = loss - settings_.entropy_coef * entropy;
-          if (settings_.kl_loss_coef > 0) {
-            at::Tensor kl = aggregate_loss(kl_penalty(scores.log_probs, part.ref_log_probs, settings_.kl_loss_type),
-                                           part.mask, settings_.policy.aggregation, normaliser);
-            loss = loss + settings_.kl_loss_coef * kl;
-            actor_sums.add("actor/kl_loss", kl.item<double>());
-          }
-          loss.backward();
-          const double tokens = part.mask.sum().item<double>();
-          actor_sums.add("actor/pg_loss", terms.loss.item<double>());
-          actor_sums.add("actor/entropy", entropy.item<double>());
-          actor_sums.add("actor/pg_clipfrac", terms.clip_fraction.item<double>() * tokens);
-          actor_sums.add("actor/pg_clipfrac_lower", terms.clip_fraction_lower.item<double>() * tokens);
-          actor_sums.add("actor/ppo_kl", terms.approx_kl.item<double>() * tokens);
-          actor_sums.add("tokens", tokens);
-          at::Tensor deviation = ((terms.ratio - 1.0).abs() * part.mask).max();
-          actor_sums.max("actor/ratio_max_deviation", deviation.item<double>());
-        }
-        at::Tensor predicted = critic_.values(part.tokens);
-        ValueLossTerms value = value_loss(predicted, part.returns, part.values, part.mask,
-                                          settings_.cliprange_value, settings_.policy.aggregation,
-                                          normaliser);
-        value.loss.backward();
-        const double tokens = part.mask.sum().item<double>();
-        critic_sums.add("critic/vf_loss", value.loss.item<double>());
-        critic_sums.add("critic/vf_clipfrac", value.clip_fraction.item<double>() * tokens);
-        critic_sums.add("critic/vpred_mean", masked_mean(predicted.detach(), part.mask).item<double>() * tokens);
-        critic_sums.add("tokens", tokens);
-      });
+      UpdateSums critic_sums(
+          {"critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean", "tokens"}, {});
+      for_each_micro_batch(
+          batch, minibatch, batching.micro_batch_size, communicator_, actor_.device(),
+          [&](const RlBatch& part) {
+            if (update_actor) {
+              ResponseScores scores = actor_.score_response(part.tokens, true);
+              PolicyLossTerms terms =
+                  policy_loss(part.old_log_probs, scores.log_probs, part.advantages, part.mask,
+                              settings_.policy, normaliser);
+              at::Tensor loss = terms.loss;
+              at::Tensor entropy = aggregate_loss(scores.entropy, part.mask,
+                                                  settings_.policy.aggregation, normaliser);
+              if (settings_.entropy_coef != 0) loss = loss - settings_.entropy_coef * entropy;
+              if (settings_.kl_loss_coef > 0) {
+                at::Tensor kl = aggregate_loss(
+                    kl_penalty(scores.log_probs, part.ref_log_probs, settings_.kl_loss_type),
+                    part.mask, settings_.policy.aggregation, normaliser);
+                loss = loss + settings_.kl_loss_coef * kl;
+                actor_sums.add("actor/kl_loss", kl.item<double>());
+              }
+              loss.backward();
+              const double tokens = part.mask.sum().item<double>();
+              actor_sums.add("actor/pg_loss", terms.loss.item<double>());
+              actor_sums.add("actor/entropy", entropy.item<double>());
+              actor_sums.add("actor/pg_clipfrac", terms.clip_fraction.item<double>() * tokens);
+              actor_sums.add("actor/pg_clipfrac_lower",
+                             terms.clip_fraction_lower.item<double>() * tokens);
+              actor_sums.add("actor/ppo_kl", terms.approx_kl.item<double>() * tokens);
+              actor_sums.add("tokens", tokens);
+              at::Tensor deviation = ((terms.ratio - 1.0).abs() * part.mask).max();
+              actor_sums.max("actor/ratio_max_deviation", deviation.item<double>());
+            }
+            at::Tensor predicted = critic_.values(part.tokens);
+            ValueLossTerms value =
+                value_loss(predicted, part.returns, part.values, part.mask,
+                           settings_.cliprange_value, settings_.policy.aggregation, normaliser);
+            value.loss.backward();
+            const double tokens = part.mask.sum().item<double>();
+            critic_sums.add("critic/vf_loss", value.loss.item<double>());
+            critic_sums.add("critic/vf_clipfrac", value.clip_fraction.item<double>() * tokens);
+            critic_sums.add("critic/vpred_mean",
+                            masked_mean(predicted.detach(), part.mask).item<double>() * tokens);
+            critic_sums.add("tokens", tokens);
+          });
       actor_sums.reduce(communicator_);
       critic_sums.reduce(communicator_);
       if (update_actor) {
@@ -152,7 +164,8 @@ MetricList PpoTrainer::iteration(const std::vector<const Trajectory*>& trajector
   if (settings_.kl_loss_coef > 0) actor_means.emplace_back("actor/kl_loss");
   actor_totals.append(metrics, "actor", actor_means,
                       {"actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl"});
-  critic_totals.append(metrics, "critic", {"critic/vf_loss"}, {"critic/vf_clipfrac", "critic/vpred_mean"});
+  critic_totals.append(metrics, "critic", {"critic/vf_loss"},
+                       {"critic/vf_clipfrac", "critic/vpred_mean"});
   const double update_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - update_started).count();
   const double batch_tokens = batch.tokens.attention_mask.sum().item<double>();

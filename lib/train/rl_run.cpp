@@ -30,7 +30,8 @@ namespace {
 // Collects the usable trajectories of the input and hashes every well-formed record, in order.
 class TrajectoryCollector final : public RecordStage {
  public:
-  TrajectoryCollector(TrajectoryReadOptions read, std::function<std::string(const Trajectory&)> reject)
+  TrajectoryCollector(TrajectoryReadOptions read,
+                      std::function<std::string(const Trajectory&)> reject)
       : read_(read), reject_(std::move(reject)) {}
   std::string_view key() const override { return "train"; }
   RecordEdit process(const InputRecord& record) override {
@@ -69,7 +70,8 @@ struct Dataset {
 
 Result<Dataset> load_dataset(const RlRunOptions& options, const Communicator& communicator,
                              const TrajectoryReadOptions& read,
-                             std::function<std::string(const Trajectory&)> reject, Session& session) {
+                             std::function<std::string(const Trajectory&)> reject,
+                             Session& session) {
   TrajectoryCollector collector(read, std::move(reject));
   CommonOptions common = options.common;
   common.shard = ShardSpec{};  // every rank reads everything; ranks split batches, not inputs
@@ -89,7 +91,8 @@ Result<Dataset> load_dataset(const RlRunOptions& options, const Communicator& co
   if (session.stop_signal.load() != 0) return Status::error("stopped while reading the input");
   Dataset dataset{collector.take(), collector.fingerprint()};
   if (communicator.rank() == 0 && !options.common.quiet) {
-    std::string summary = std::to_string(dataset.trajectories.size()) + " trajectories to train on, " +
+    std::string summary = std::to_string(dataset.trajectories.size()) +
+                          " trajectories to train on, " +
                           std::to_string(counts.stage_errors + counts.bad_lines) + " unusable";
     for (const auto& [reason, count] : collector.rejected()) {
       summary += ", " + std::to_string(count) + " dropped (" + reason + ")";
@@ -111,7 +114,8 @@ class MetricsOutput {
     out.svg_path_ = run_directory + "/metrics.svg";
     if (!active) return out;
     if (::truncate(out.path_.c_str(), static_cast<off_t>(keep_bytes)) != 0 && keep_bytes != 0) {
-      return Status::error("cannot cut " + cudaagent::quoted(out.path_) + " back to its checkpoint");
+      return Status::error("cannot cut " + cudaagent::quoted(out.path_) +
+                           " back to its checkpoint");
     }
     out.file_ = std::fopen(out.path_.c_str(), "ab");
     if (out.file_ == nullptr) return Status::error("cannot open " + cudaagent::quoted(out.path_));
@@ -164,9 +168,10 @@ class MetricsOutput {
     for (auto& series : metric_series_from_jsonl(text)) {
       const std::string& name = series.name;
       // Extremes, timings, settings and counters would crowd out the curves that tell the story.
-      const bool hidden = name.ends_with("/max") || name.ends_with("/min") || name.ends_with("/lr") ||
-                          name.ends_with("/skipped_steps") || name.rfind("perf/", 0) == 0 ||
-                          name.rfind("batch/", 0) == 0 || name == "epoch";
+      const bool hidden = name.ends_with("/max") || name.ends_with("/min") ||
+                          name.ends_with("/lr") || name.ends_with("/skipped_steps") ||
+                          name.rfind("perf/", 0) == 0 || name.rfind("batch/", 0) == 0 ||
+                          name == "epoch";
       if (!hidden) shown.push_back(std::move(series));
     }
     (void)write_file_atomically(svg_path_, render_metrics_svg(shown, title));
@@ -209,10 +214,11 @@ Result<RunSetup> set_up(RlRunOptions& options, const std::string& stage, Session
     setup.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(setup.rank.local_rank));
   }
   const std::string backend = !options.backend.empty() ? options.backend
-                              : setup.device.is_cuda()  ? "nccl"
-                                                        : "gloo";
+                              : setup.device.is_cuda() ? "nccl"
+                                                       : "gloo";
   auto communicator = connect_communicator(
-      setup.rank, backend, std::chrono::milliseconds(static_cast<std::int64_t>(options.dist_timeout_s * 1000)));
+      setup.rank, backend,
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.dist_timeout_s * 1000)));
   if (!communicator) return communicator.status();
   setup.communicator = std::move(communicator.value());
   if (setup.rank.rank != 0) session.log.set_quiet(true);
@@ -227,12 +233,13 @@ Result<RunSetup> set_up(RlRunOptions& options, const std::string& stage, Session
     auto state = read_run_state(*setup.resume);
     if (!state) return state.status();
     if (state.value().stage != stage) {
-      return Status::error(cudaagent::quoted(options.run_directory) + " holds a " + state.value().stage +
-                           " run, not " + stage);
+      return Status::error(cudaagent::quoted(options.run_directory) + " holds a " +
+                           state.value().stage + " run, not " + stage);
     }
     if (state.value().world_size != setup.rank.world_size) {
-      return Status::error("the checkpoint was written by " + std::to_string(state.value().world_size) +
-                           " ranks; this run has " + std::to_string(setup.rank.world_size));
+      return Status::error("the checkpoint was written by " +
+                           std::to_string(state.value().world_size) + " ranks; this run has " +
+                           std::to_string(setup.rank.world_size));
     }
     setup.state = state.value();
     if (auto status = restore_generator(*setup.resume, *setup.communicator); !status) return status;
@@ -304,7 +311,8 @@ Result<StageEnd> iterate(RlRunOptions& options, Session& session, RunSetup& setu
                                           at::TensorOptions().dtype(at::kFloat))
                                      .to(communicator.device())};
     communicator.all_reduce_max(stop);
-    if (stop[0].item<double>() > 0 || (options.stop_after > 0 && done_here >= options.stop_after)) break;
+    if (stop[0].item<double>() > 0 || (options.stop_after > 0 && done_here >= options.stop_after))
+      break;
     if (state.position >= count) {
       ++state.epoch;
       state.position = 0;
@@ -312,13 +320,16 @@ Result<StageEnd> iterate(RlRunOptions& options, Session& session, RunSetup& setu
     }
     std::vector<std::int64_t> order(static_cast<std::size_t>(count));
     if (options.shuffle_data) {
-      order = permutation(count, mix_seed(state.seed, 0x64617461ULL, static_cast<std::uint64_t>(state.epoch)));
+      order = permutation(
+          count, mix_seed(state.seed, 0x64617461ULL, static_cast<std::uint64_t>(state.epoch)));
     } else {
       std::iota(order.begin(), order.end(), std::int64_t{0});
     }
     std::vector<const Trajectory*> batch;
-    for (std::int64_t i = state.position; i < std::min(count, state.position + options.batch_size); ++i) {
-      batch.push_back(&data.trajectories[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
+    for (std::int64_t i = state.position; i < std::min(count, state.position + options.batch_size);
+         ++i) {
+      batch.push_back(
+          &data.trajectories[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
     }
     const MetricList values = parts.iterate(batch, state.iteration);
     const std::int64_t epoch = state.epoch;
@@ -364,7 +375,9 @@ Result<StageEnd> run_rft(RlRunOptions& options, Session& session) {
   settings.optimizer = options.ppo.actor_optimizer;
   RftTrainer trainer(*model.value(), settings, *run.communicator);
   if (run.resume) {
-    if (auto status = restore_optimizer(*run.resume, "actor", trainer.optimizer(), *run.communicator); !status) {
+    if (auto status =
+            restore_optimizer(*run.resume, "actor", trainer.optimizer(), *run.communicator);
+        !status) {
       return status;
     }
   }
@@ -372,8 +385,9 @@ Result<StageEnd> run_rft(RlRunOptions& options, Session& session) {
   filter.drop_invalid_calls = !options.keep_invalid_calls;
   TrajectoryReadOptions read = read_options(false, model.value()->vocab_size());
   read.read_tool_calls = true;
-  auto data = load_dataset(options, *run.communicator, read,
-                           [filter](const Trajectory& t) { return rft_rejection(t, filter); }, session);
+  auto data = load_dataset(
+      options, *run.communicator, read,
+      [filter](const Trajectory& t) { return rft_rejection(t, filter); }, session);
   if (!data) return data.status();
   StageParts parts;
   parts.stage = "rft";
@@ -403,12 +417,14 @@ Result<StageEnd> run_value(RlRunOptions& options, Session& session) {
   settings.optimizer = options.ppo.actor_optimizer;
   ValueTrainer trainer(*critic.value(), settings, *run.communicator);
   if (run.resume) {
-    if (auto status = restore_optimizer(*run.resume, "critic", trainer.optimizer(), *run.communicator); !status) {
+    if (auto status =
+            restore_optimizer(*run.resume, "critic", trainer.optimizer(), *run.communicator);
+        !status) {
       return status;
     }
   }
-  auto data = load_dataset(options, *run.communicator, read_options(false, critic.value()->vocab_size()),
-                           nullptr, session);
+  auto data = load_dataset(options, *run.communicator,
+                           read_options(false, critic.value()->vocab_size()), nullptr, session);
   if (!data) return data.status();
   StageParts parts;
   parts.stage = "value";
@@ -429,26 +445,30 @@ Result<StageEnd> run_ppo(RlRunOptions& options, Session& session) {
   if (!actor) return actor.status();
   auto critic = load_value_model(model_source(run, "critic", options.critic), run.device);
   if (!critic) return critic.status();
-  if (!run.resume) run.state.reference_spec = options.reference.empty() ? options.model : options.reference;
+  if (!run.resume)
+    run.state.reference_spec = options.reference.empty() ? options.model : options.reference;
   std::unique_ptr<PolicyModel> reference;
   if (options.ppo.needs_reference()) {
     auto loaded = load_policy_model(run.state.reference_spec, run.device);
     if (!loaded) return loaded.status().with_context("reference model");
     reference = std::move(loaded.value());
   }
-  PpoTrainer trainer(*actor.value(), *critic.value(), reference.get(), options.ppo, *run.communicator);
+  PpoTrainer trainer(*actor.value(), *critic.value(), reference.get(), options.ppo,
+                     *run.communicator);
   if (run.resume) {
     for (auto [name, optimizer] : {std::pair{"actor", &trainer.actor_optimizer()},
                                    std::pair{"critic", &trainer.critic_optimizer()}}) {
-      if (auto status = restore_optimizer(*run.resume, name, *optimizer, *run.communicator); !status) {
+      if (auto status = restore_optimizer(*run.resume, name, *optimizer, *run.communicator);
+          !status) {
         return status;
       }
     }
     trainer.kl_controller().value = run.state.kl_coef;
   }
-  auto data = load_dataset(options, *run.communicator,
-                           read_options(!options.ppo.recompute_old_log_probs, actor.value()->vocab_size()),
-                           nullptr, session);
+  auto data =
+      load_dataset(options, *run.communicator,
+                   read_options(!options.ppo.recompute_old_log_probs, actor.value()->vocab_size()),
+                   nullptr, session);
   if (!data) return data.status();
   StageParts parts;
   parts.stage = "ppo";
@@ -456,7 +476,8 @@ Result<StageEnd> run_ppo(RlRunOptions& options, Session& session) {
     return trainer.iteration(batch, iteration);
   };
   parts.checkpoint.models = {{"actor", actor.value().get()}, {"critic", critic.value().get()}};
-  parts.checkpoint.optimizers = {{"actor", &trainer.actor_optimizer()}, {"critic", &trainer.critic_optimizer()}};
+  parts.checkpoint.optimizers = {{"actor", &trainer.actor_optimizer()},
+                                 {"critic", &trainer.critic_optimizer()}};
   parts.before_checkpoint = [&](RunState& state) { state.kl_coef = trainer.kl_controller().value; };
   return iterate(options, session, run, data.value(), parts);
 }

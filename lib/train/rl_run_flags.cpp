@@ -56,8 +56,9 @@ void add_shared_flags(CLI::App& app, RlRunOptions& options) {
   app.add_option("--save-every", options.save_every,
                  "Iterations between checkpoints (0: only at the end)")
       ->capture_default_str();
-  app.add_option("--stop-after", options.stop_after,
-                 "Stop after this many iterations of this invocation, with a checkpoint (0: no limit)")
+  app.add_option(
+         "--stop-after", options.stop_after,
+         "Stop after this many iterations of this invocation, with a checkpoint (0: no limit)")
       ->capture_default_str();
   app.add_option("--keep-checkpoints", options.keep_checkpoints,
                  "Checkpoints to keep, newest first (0: all)")
@@ -75,7 +76,8 @@ void add_shared_flags(CLI::App& app, RlRunOptions& options) {
 void add_rft_flags(CLI::App& app, RlRunOptions& options) {
   options.ppo.actor_optimizer.lr = 1e-5;
   add_shared_flags(app, options);
-  app.add_option("--model", options.model, "The model to fine-tune: a checkpoint directory or toy:...")
+  app.add_option("--model", options.model,
+                 "The model to fine-tune: a checkpoint directory or toy:...")
       ->required();
   app.add_option("--lr", options.ppo.actor_optimizer.lr, "Learning rate")->capture_default_str();
   app.add_option("--min-reward", options.rft_filter.min_reward,
@@ -104,14 +106,17 @@ void add_value_flags(CLI::App& app, RlRunOptions& options) {
 void add_ppo_flags(CLI::App& app, RlRunOptions& options) {
   options.shuffle_data = false;
   add_shared_flags(app, options);
-  app.add_option("--actor", options.model, "The actor: a checkpoint directory or toy:...")->required();
+  app.add_option("--actor", options.model, "The actor: a checkpoint directory or toy:...")
+      ->required();
   app.add_option("--critic", options.critic,
                  "The critic: a value checkpoint, or a causal LM (its trunk and a new value head)")
       ->required();
   app.add_option("--ref", options.reference,
                  "The frozen reference for KL terms (default: the actor the run started from)");
-  app.add_option("--actor-lr", options.ppo.actor_optimizer.lr, "Actor learning rate")->capture_default_str();
-  app.add_option("--critic-lr", options.ppo.critic_optimizer.lr, "Critic learning rate")->capture_default_str();
+  app.add_option("--actor-lr", options.ppo.actor_optimizer.lr, "Actor learning rate")
+      ->capture_default_str();
+  app.add_option("--critic-lr", options.ppo.critic_optimizer.lr, "Critic learning rate")
+      ->capture_default_str();
   app.add_option("--mini-batch-size", options.ppo.batching.mini_batch_size,
                  "Trajectories per optimiser step (0: the whole batch)")
       ->capture_default_str();
@@ -122,7 +127,8 @@ void add_ppo_flags(CLI::App& app, RlRunOptions& options) {
                "Shuffle each batch before cutting minibatches");
   app.add_option("--clip-ratio-low", options.ppo.policy.clip_low, "Ratio clipped below at 1 - this")
       ->capture_default_str();
-  app.add_option("--clip-ratio-high", options.ppo.policy.clip_high, "Ratio clipped above at 1 + this")
+  app.add_option("--clip-ratio-high", options.ppo.policy.clip_high,
+                 "Ratio clipped above at 1 + this")
       ->capture_default_str();
   app.add_option("--clip-ratio-c", options.ppo.policy.clip_c,
                  "Dual clip: negative-advantage losses are capped at -A times this (> 1)")
@@ -132,9 +138,11 @@ void add_ppo_flags(CLI::App& app, RlRunOptions& options) {
       ->capture_default_str();
   app.add_option("--entropy-coef", options.ppo.entropy_coef, "Entropy bonus coefficient")
       ->capture_default_str();
-  app.add_option("--kl-loss-coef", options.ppo.kl_loss_coef, "KL-to-reference loss coefficient (0: off)")
+  app.add_option("--kl-loss-coef", options.ppo.kl_loss_coef,
+                 "KL-to-reference loss coefficient (0: off)")
       ->capture_default_str();
-  app.add_option("--kl-loss-type", options.kl_loss_type, "KL estimator of the loss: k1/kl, abs, k2/mse, k3/low_var_kl")
+  app.add_option("--kl-loss-type", options.kl_loss_type,
+                 "KL estimator of the loss: k1/kl, abs, k2/mse, k3/low_var_kl")
       ->capture_default_str();
   app.add_option("--kl-coef", options.ppo.kl_reward_coef, "KL penalty in the reward (0: off)")
       ->capture_default_str();

@@ -51,7 +51,8 @@ Status write_all(int fd, const void* data, std::size_t size, const std::string& 
   while (done < size) {
     const ssize_t n = ::write(fd, bytes + done, size - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::error("cannot write " + cudaagent::quoted(path) + ": " + std::strerror(errno));
+    if (n <= 0)
+      return Status::error("cannot write " + cudaagent::quoted(path) + ": " + std::strerror(errno));
     done += static_cast<std::size_t>(n);
   }
   return Status::ok();
@@ -84,7 +85,8 @@ Status rl_write_tensors(const std::string& path, const NamedTensors& contents) {
       return Status::error("tensor name " + cudaagent::quoted(name) + " is reserved or repeated");
     }
     const char* label = dtype_label(tensor.scalar_type());
-    if (label == nullptr) return Status::error("tensor " + cudaagent::quoted(name) + " has an unsupported dtype");
+    if (label == nullptr)
+      return Status::error("tensor " + cudaagent::quoted(name) + " has an unsupported dtype");
     at::Tensor host = tensor.detach().to(at::kCPU).contiguous();
     const auto nbytes = static_cast<std::int64_t>(host.nbytes());
     json.key(name).begin_object().field("dtype", label).key("shape").begin_array();
@@ -100,7 +102,8 @@ Status rl_write_tensors(const std::string& path, const NamedTensors& contents) {
 
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot create " + cudaagent::quoted(temp) + ": " + std::strerror(errno));
+  if (fd < 0)
+    return Status::error("cannot create " + cudaagent::quoted(temp) + ": " + std::strerror(errno));
   std::uint8_t length[8];
   std::uint64_t header_size = header.size();
   for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(header_size >> (8 * i));
@@ -112,8 +115,8 @@ Status rl_write_tensors(const std::string& path, const NamedTensors& contents) {
   if (status && ::fsync(fd) != 0) status = Status::error("cannot sync " + cudaagent::quoted(temp));
   if (::close(fd) != 0 && status) status = Status::error("cannot close " + cudaagent::quoted(temp));
   if (status && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status = Status::error("cannot rename " + cudaagent::quoted(temp) + " to " + cudaagent::quoted(path) + ": " +
-                           std::strerror(errno));
+    status = Status::error("cannot rename " + cudaagent::quoted(temp) + " to " +
+                           cudaagent::quoted(path) + ": " + std::strerror(errno));
   }
   if (!status) ::unlink(temp.c_str());
   return status;
@@ -122,26 +125,33 @@ Status rl_write_tensors(const std::string& path, const NamedTensors& contents) {
 Result<NamedTensors> rl_read_tensors(const std::string& path) {
   std::string bytes;
   if (!read_whole_file(path, bytes)) return Status::error("cannot read " + cudaagent::quoted(path));
-  if (bytes.size() < 8) return Status::error(cudaagent::quoted(path) + ": too short for a tensor file");
+  if (bytes.size() < 8)
+    return Status::error(cudaagent::quoted(path) + ": too short for a tensor file");
   std::uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) {
-    header_size |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
+    header_size |=
+        static_cast<std::uint64_t>(static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(i)]))
+        << (8 * i);
   }
-  if (header_size > bytes.size() - 8) return Status::error(cudaagent::quoted(path) + ": header runs past the end");
+  if (header_size > bytes.size() - 8)
+    return Status::error(cudaagent::quoted(path) + ": header runs past the end");
   const std::size_t data_start = 8 + header_size;
   simdjson::dom::parser parser;
   simdjson::padded_string header(bytes.data() + 8, header_size);
   simdjson::dom::object root;
-  if (parser.parse(header).get(root)) return Status::error(cudaagent::quoted(path) + ": header is not a JSON object");
+  if (parser.parse(header).get(root))
+    return Status::error(cudaagent::quoted(path) + ": header is not a JSON object");
   NamedTensors out;
   for (auto field : root) {
     const std::string name(field.key);
     if (name == "__metadata__") {
       simdjson::dom::object metadata;
-      if (field.value.get_object().get(metadata)) return Status::error(cudaagent::quoted(path) + ": bad __metadata__");
+      if (field.value.get_object().get(metadata))
+        return Status::error(cudaagent::quoted(path) + ": bad __metadata__");
       for (auto entry : metadata) {
         std::string_view value;
-        if (entry.value.get_string().get(value)) return Status::error(cudaagent::quoted(path) + ": bad __metadata__");
+        if (entry.value.get_string().get(value))
+          return Status::error(cudaagent::quoted(path) + ": bad __metadata__");
         out.metadata[std::string(entry.key)] = std::string(value);
       }
       continue;
@@ -166,12 +176,13 @@ Result<NamedTensors> rl_read_tensors(const std::string& path) {
     }
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    if (offsets.at(0).get_uint64().get(begin) || offsets.at(1).get_uint64().get(end) || end < begin ||
-        end > bytes.size() - data_start) {
+    if (offsets.at(0).get_uint64().get(begin) || offsets.at(1).get_uint64().get(end) ||
+        end < begin || end > bytes.size() - data_start) {
       return Status::error(what + ": bad data offsets");
     }
     at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
-    if (tensor.nbytes() != end - begin) return Status::error(what + ": size does not match its shape");
+    if (tensor.nbytes() != end - begin)
+      return Status::error(what + ": size does not match its shape");
     if (numel > 0) std::memcpy(tensor.data_ptr(), bytes.data() + data_start + begin, end - begin);
     out.tensors.emplace_back(name, std::move(tensor));
   }

@@ -164,7 +164,8 @@ Result<Trajectory> read_trajectory(object record, const TrajectoryReadOptions& o
     }
   }
   std::string_view finish;
-  if (!trajectory["finish_reason"].get_string().get(finish)) out.finish_reason = std::string(finish);
+  if (!trajectory["finish_reason"].get_string().get(finish))
+    out.finish_reason = std::string(finish);
   if (options.read_tool_calls) {
     if (auto status = read_tool_calls(trajectory, out.tool_calls); !status) return status;
   }
@@ -195,8 +196,8 @@ std::string rft_rejection(const Trajectory& trajectory, const RftFilter& filter)
   if (filter.max_identical_calls > 0) {
     std::size_t run = 1;
     for (std::size_t i = 1; i < calls.size(); ++i) {
-      const bool same = calls[i].name == calls[i - 1].name &&
-                        calls[i].arguments == calls[i - 1].arguments;
+      const bool same =
+          calls[i].name == calls[i - 1].name && calls[i].arguments == calls[i - 1].arguments;
       run = same ? run + 1 : 1;
       if (run >= static_cast<std::size_t>(filter.max_identical_calls)) {
         return "tool-call loop: " + std::to_string(run) + " identical consecutive calls to " +

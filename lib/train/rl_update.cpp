@@ -64,7 +64,9 @@ UpdateSums::UpdateSums(std::vector<std::string> sum_keys, std::vector<std::strin
       sums_(sum_keys_.size(), 0.0),
       maxima_(max_keys_.size(), 0.0) {}
 
-void UpdateSums::add(const std::string& name, double value) { sums_[key_index(sum_keys_, name)] += value; }
+void UpdateSums::add(const std::string& name, double value) {
+  sums_[key_index(sum_keys_, name)] += value;
+}
 
 void UpdateSums::max(const std::string& name, double value) {
   double& slot = maxima_[key_index(max_keys_, name)];
@@ -90,7 +92,9 @@ void UpdateSums::reduce(Communicator& communicator) {
 }
 
 double UpdateSums::sum(const std::string& name) const { return sums_[key_index(sum_keys_, name)]; }
-double UpdateSums::maximum(const std::string& name) const { return maxima_[key_index(max_keys_, name)]; }
+double UpdateSums::maximum(const std::string& name) const {
+  return maxima_[key_index(max_keys_, name)];
+}
 
 void UpdateTotals::add_minibatch(const UpdateSums& sums, const StepReport& report) {
   ++minibatches_;
@@ -114,7 +118,8 @@ void UpdateTotals::append(MetricList& metrics, const std::string& prefix,
   const double tokens = total("tokens");
   for (const auto& name : token_keys) {
     if (sums_.count(name) != 0) {
-      metrics.emplace_back(name, tokens > 0 ? total(name) / tokens : std::numeric_limits<double>::quiet_NaN());
+      metrics.emplace_back(
+          name, tokens > 0 ? total(name) / tokens : std::numeric_limits<double>::quiet_NaN());
     }
   }
   metrics.emplace_back(prefix + "/grad_norm", grad_norm_sum_ / minibatches_);
@@ -122,20 +127,24 @@ void UpdateTotals::append(MetricList& metrics, const std::string& prefix,
   metrics.emplace_back(prefix + "/skipped_steps", skipped_);
 }
 
-void append_data_metrics(const RlBatch& batch, const at::Tensor& token_rewards, MetricList& metrics) {
+void append_data_metrics(const RlBatch& batch, const at::Tensor& token_rewards,
+                         MetricList& metrics) {
   at::Tensor scores = batch.scores;
   metrics.emplace_back("batch/trajectories", static_cast<double>(batch.rows()));
   metrics.emplace_back("critic/score/mean", scores.mean().item<double>());
   metrics.emplace_back("critic/score/max", scores.max().item<double>());
   metrics.emplace_back("critic/score/min", scores.min().item<double>());
   if (token_rewards.defined()) {
-    metrics.emplace_back("critic/rewards/mean", (token_rewards * batch.mask).sum(-1).mean().item<double>());
+    metrics.emplace_back("critic/rewards/mean",
+                         (token_rewards * batch.mask).sum(-1).mean().item<double>());
   }
-  if (batch.advantages.defined()) append_stats(metrics, "critic/advantages", batch.advantages, batch.mask);
+  if (batch.advantages.defined())
+    append_stats(metrics, "critic/advantages", batch.advantages, batch.mask);
   if (batch.returns.defined()) append_stats(metrics, "critic/returns", batch.returns, batch.mask);
   if (batch.values.defined()) append_stats(metrics, "critic/values", batch.values, batch.mask);
   const std::int64_t start = batch.tokens.response_start;
-  at::Tensor response = batch.tokens.attention_mask.narrow(1, start, batch.tokens.response_length());
+  at::Tensor response =
+      batch.tokens.attention_mask.narrow(1, start, batch.tokens.response_length());
   at::Tensor lengths = response.sum(-1).to(at::kDouble);
   metrics.emplace_back("response_length/mean", lengths.mean().item<double>());
   metrics.emplace_back("response_length/max", lengths.max().item<double>());

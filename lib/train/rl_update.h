@@ -56,7 +56,8 @@ class UpdateTotals {
   // Appends `mean_keys` as means over minibatches, `token_keys` as token-weighted means (over the
   // "tokens" sum), and "<prefix>/grad_norm" (mean), "<prefix>/lr" (last) and
   // "<prefix>/skipped_steps". Nothing when no minibatch ran.
-  void append(MetricList& metrics, const std::string& prefix, const std::vector<std::string>& mean_keys,
+  void append(MetricList& metrics, const std::string& prefix,
+              const std::vector<std::string>& mean_keys,
               const std::vector<std::string>& token_keys) const;
 
  private:
@@ -69,7 +70,8 @@ class UpdateTotals {
 
 // critic/score, critic/rewards, critic/advantages, critic/returns, critic/values (mean, max, min
 // over trainable tokens) and response_length, as veRL's data metrics.
-void append_data_metrics(const RlBatch& batch, const at::Tensor& token_rewards, MetricList& metrics);
+void append_data_metrics(const RlBatch& batch, const at::Tensor& token_rewards,
+                         MetricList& metrics);
 
 // perf/time_s, perf/tokens (prompt and response tokens of the batch), perf/tokens_per_s.
 void append_time_metrics(const RlBatch& batch, std::chrono::steady_clock::time_point started,

@@ -6,8 +6,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
-#include <CLI/CLI.hpp>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   std::int64_t vocab = 16;
   std::uint64_t seed = 1;
   std::string model = "toy:vocab=8,seed=7";
-  CLI::App* toy = app.add_subcommand("toy", "Episodes sampled from a toy model, scored by the pattern reward");
-  toy->add_option("--model", model, "Toy model spec or checkpoint directory")->capture_default_str();
+  CLI::App* toy =
+      app.add_subcommand("toy", "Episodes sampled from a toy model, scored by the pattern reward");
+  toy->add_option("--model", model, "Toy model spec or checkpoint directory")
+      ->capture_default_str();
   toy->add_option("--rows", rows)->capture_default_str();
   toy->add_option("--turns", turns)->capture_default_str();
   toy->add_option("--model-tokens", model_tokens, "Tokens per model turn")->capture_default_str();
@@ -35,7 +37,8 @@ int main(int argc, char** argv) {
   random->add_option("--vocab", vocab)->capture_default_str();
   random->add_option("--seed", seed)->capture_default_str();
   std::string save_to;
-  CLI::App* save = app.add_subcommand("save-toy", "Save a toy model spec as a checkpoint directory");
+  CLI::App* save =
+      app.add_subcommand("save-toy", "Save a toy model spec as a checkpoint directory");
   save->add_option("--model", model)->capture_default_str();
   save->add_option("--out", save_to)->required();
   CLI11_PARSE(app, argc, argv);
@@ -53,7 +56,8 @@ int main(int argc, char** argv) {
   std::vector<cudaagent::Trajectory> trajectories;
   if (toy->parsed()) {
     auto loaded = cudaagent::load_policy_model(model, c10::Device(c10::kCPU));
-    auto* toy_model = loaded ? dynamic_cast<cudaagent::ToyPolicyModel*>(loaded.value().get()) : nullptr;
+    auto* toy_model =
+        loaded ? dynamic_cast<cudaagent::ToyPolicyModel*>(loaded.value().get()) : nullptr;
     if (toy_model == nullptr) {
       std::fprintf(stderr, "cudaagent-test-trajectories: %s is not a toy model\n", model.c_str());
       return 2;
@@ -66,7 +70,8 @@ int main(int argc, char** argv) {
     at::Generator generator = at::detail::createCPUGenerator(seed);
     trajectories = cudaagent::testing::sample_episodes(*toy_model, spec, generator);
   } else {
-    trajectories = cudaagent::testing::random_trajectories(rows, prompt, response, turns, vocab, seed);
+    trajectories =
+        cudaagent::testing::random_trajectories(rows, prompt, response, turns, vocab, seed);
   }
   std::string out;
   for (const auto& trajectory : trajectories) {

@@ -35,7 +35,8 @@ std::vector<Trajectory> sample_episodes(ToyPolicyModel& model, const ToyEpisodes
   for (std::size_t i = 0; i < episodes.size(); ++i) {
     episodes[i].id = prefix + std::to_string(i);
     const std::int64_t length = draw(spec.prompt_min, spec.prompt_max + 1);
-    for (std::int64_t j = 0; j < length; ++j) episodes[i].prompt_ids.push_back(static_cast<std::int32_t>(draw(0, vocab)));
+    for (std::int64_t j = 0; j < length; ++j)
+      episodes[i].prompt_ids.push_back(static_cast<std::int32_t>(draw(0, vocab)));
   }
   for (int turn = 0; turn < spec.turns; ++turn) {
     for (int step = 0; step < spec.model_tokens; ++step) {
@@ -44,7 +45,8 @@ std::vector<Trajectory> sample_episodes(ToyPolicyModel& model, const ToyEpisodes
       std::vector<const Trajectory*> pointers;
       for (std::size_t i = 0; i < episodes.size(); ++i) {
         contexts[i].prompt_ids = episodes[i].prompt_ids;
-        contexts[i].prompt_ids.insert(contexts[i].prompt_ids.end(), episodes[i].response_ids.begin(),
+        contexts[i].prompt_ids.insert(contexts[i].prompt_ids.end(),
+                                      episodes[i].response_ids.begin(),
                                       episodes[i].response_ids.end());
         pointers.push_back(&contexts[i]);
       }
@@ -55,7 +57,8 @@ std::vector<Trajectory> sample_episodes(ToyPolicyModel& model, const ToyEpisodes
       at::Tensor chosen = log_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1);
       for (std::size_t i = 0; i < episodes.size(); ++i) {
         const auto row = static_cast<std::int64_t>(i);
-        episodes[i].response_ids.push_back(static_cast<std::int32_t>(tokens[row].item<std::int64_t>()));
+        episodes[i].response_ids.push_back(
+            static_cast<std::int32_t>(tokens[row].item<std::int64_t>()));
         episodes[i].loss_mask.push_back(1);
         episodes[i].behaviour_log_probs.push_back(chosen[row].item<float>());
       }
@@ -88,9 +91,12 @@ std::vector<Trajectory> random_trajectories(int rows, int prompt_length, int res
     at::Tensor prompt = at::randint(0, vocab, {prompt_length}, generator).to(at::kInt);
     at::Tensor response = at::randint(0, vocab, {response_length}, generator).to(at::kInt);
     at::Tensor log_probs = at::rand({response_length}, generator) * -3.0 - 1e-3;
-    t.prompt_ids.assign(prompt.data_ptr<std::int32_t>(), prompt.data_ptr<std::int32_t>() + prompt_length);
-    t.response_ids.assign(response.data_ptr<std::int32_t>(), response.data_ptr<std::int32_t>() + response_length);
-    t.behaviour_log_probs.assign(log_probs.data_ptr<float>(), log_probs.data_ptr<float>() + response_length);
+    t.prompt_ids.assign(prompt.data_ptr<std::int32_t>(),
+                        prompt.data_ptr<std::int32_t>() + prompt_length);
+    t.response_ids.assign(response.data_ptr<std::int32_t>(),
+                          response.data_ptr<std::int32_t>() + response_length);
+    t.behaviour_log_probs.assign(log_probs.data_ptr<float>(),
+                                 log_probs.data_ptr<float>() + response_length);
     // Turns of equal length; the last fifth of every turn but the last is an observation.
     t.loss_mask.assign(static_cast<std::size_t>(response_length), 1);
     const int turn_length = response_length / std::max(turns, 1);
@@ -131,7 +137,10 @@ void append_trajectory_record(std::string& out, const Trajectory& trajectory) {
   if (!trajectory.tool_calls.empty()) {
     json.key("turns").begin_array().begin_object().key("tool_calls").begin_array();
     for (const auto& call : trajectory.tool_calls) {
-      json.begin_object().field("name", call.name).key("arguments").raw(call.arguments.empty() ? "{}" : call.arguments);
+      json.begin_object()
+          .field("name", call.name)
+          .key("arguments")
+          .raw(call.arguments.empty() ? "{}" : call.arguments);
       json.field("ok", call.valid).end_object();
     }
     json.end_array().end_object().end_array();

@@ -34,9 +34,12 @@ TEST_CASE("collate pads prompts on the left and responses on the right") {
   Trajectory b = make({3}, {4, 5, 6}, {1, 0, 1}, -1.0);
   RlBatch batch = collate({&a, &b});
   CHECK(batch.tokens.response_start == 3);
-  CHECK(as_vector(batch.tokens.input_ids) == std::vector<std::int64_t>{5, 6, 7, 8, 9, 0, 0, 0, 3, 4, 5, 6});
-  CHECK(as_vector(batch.tokens.attention_mask) == std::vector<std::int64_t>{1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1});
-  CHECK(as_vector(batch.tokens.position_ids) == std::vector<std::int64_t>{0, 1, 2, 3, 4, 4, 0, 0, 0, 1, 2, 3});
+  CHECK(as_vector(batch.tokens.input_ids) ==
+        std::vector<std::int64_t>{5, 6, 7, 8, 9, 0, 0, 0, 3, 4, 5, 6});
+  CHECK(as_vector(batch.tokens.attention_mask) ==
+        std::vector<std::int64_t>{1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(as_vector(batch.tokens.position_ids) ==
+        std::vector<std::int64_t>{0, 1, 2, 3, 4, 4, 0, 0, 0, 1, 2, 3});
   CHECK(as_vector(batch.mask) == std::vector<std::int64_t>{1, 1, 0, 1, 0, 1});
   CHECK(batch.trainable_tokens() == 4.0);
   REQUIRE(batch.old_log_probs.defined());

@@ -71,7 +71,8 @@ Outcome train(Communicator& communicator, const std::vector<Trajectory>& data) {
   Outcome outcome;
   for (int iteration = 0; iteration < 2; ++iteration) {
     std::vector<const Trajectory*> batch;
-    for (int i = 0; i < 16; ++i) batch.push_back(&data[static_cast<std::size_t>(iteration * 16 + i)]);
+    for (int i = 0; i < 16; ++i)
+      batch.push_back(&data[static_cast<std::size_t>(iteration * 16 + i)]);
     outcome.pg_loss = metric_value(trainer.iteration(batch, iteration), "actor/pg_loss");
   }
   for (const auto& p : actor.parameters()) outcome.actor.push_back(p.detach().clone());
@@ -86,8 +87,12 @@ TEST_CASE("ranks from torchrun's and Slurm's variables") {
   auto single = from({});
   REQUIRE(single);
   CHECK_FALSE(single.value().distributed());
-  auto torchrun = from({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node7"},
-                        {"MASTER_PORT", "1234"}, {"SLURM_PROCID", "3"}});
+  auto torchrun = from({{"RANK", "1"},
+                        {"WORLD_SIZE", "4"},
+                        {"LOCAL_RANK", "1"},
+                        {"MASTER_ADDR", "node7"},
+                        {"MASTER_PORT", "1234"},
+                        {"SLURM_PROCID", "3"}});
   REQUIRE(torchrun);
   CHECK(torchrun.value().rank == 1);  // RANK wins over SLURM_PROCID
   CHECK(torchrun.value().world_size == 4);

@@ -76,12 +76,14 @@ TEST_CASE("multi-turn GAE skips observation tokens") {
   // t1: delta = 0.9*0.3 - 0.2 = 0.07 (the next value is t4's), adv = 0.07 + 0.72*0.492 = 0.42424.
   // t0: delta = 0.9*0.2 - 0.1 = 0.08, adv = 0.08 + 0.72*0.42424 = 0.3854528.
   const double expected[] = {0.3854528, 0.42424, 0.492, 0.492, 0.492, 0.6};
-  for (int t = 0; t < 6; ++t) CHECK(at_(gae.advantages, 0, t) == doctest::Approx(expected[t]).epsilon(1e-5));
+  for (int t = 0; t < 6; ++t)
+    CHECK(at_(gae.advantages, 0, t) == doctest::Approx(expected[t]).epsilon(1e-5));
   CHECK(at_(gae.returns, 0, 0) == doctest::Approx(0.4854528).epsilon(1e-5));
   CHECK(at_(gae.returns, 0, 5) == doctest::Approx(1.0));
 
   // The model tokens get exactly what they get with the observation span cut out.
-  auto cut = compute_gae(row({0, 0, 0, 1}), row({0.1F, 0.2F, 0.3F, 0.4F}), row({1, 1, 1, 1}), 0.9, 0.8, false);
+  auto cut = compute_gae(row({0, 0, 0, 1}), row({0.1F, 0.2F, 0.3F, 0.4F}), row({1, 1, 1, 1}), 0.9,
+                         0.8, false);
   const int kept[] = {0, 1, 4, 5};
   for (int i = 0; i < 4; ++i) {
     CHECK(at_(gae.advantages, 0, kept[i]) == doctest::Approx(at_(cut.advantages, 0, i)));
@@ -107,7 +109,8 @@ TEST_CASE("clipped policy loss with dual clip") {
   // (A=-1, r=0.5) clipped at 0.8 -> 0.8; (A=-1, r=5) unclipped 5, dual clip 3 -> 3;
   // a masked token with an absurd ratio. Token mean: (-1.2 - 0.5 + 0.8 + 3) / 4 = 0.525.
   at::Tensor advantages = row({1, 1, -1, -1, 1});
-  at::Tensor log_prob = row({std::log(1.5F), std::log(0.5F), std::log(0.5F), std::log(5.0F), std::log(10.0F)});
+  at::Tensor log_prob =
+      row({std::log(1.5F), std::log(0.5F), std::log(0.5F), std::log(5.0F), std::log(10.0F)});
   at::Tensor old = at::zeros_like(log_prob);
   at::Tensor mask = row({1, 1, 1, 1, 0});
   auto terms = policy_loss(old, log_prob, advantages, mask, PolicyLossSettings{});
@@ -134,7 +137,8 @@ TEST_CASE("policy loss gradient flows only through unclipped tokens") {
 
 TEST_CASE("on-policy: ratio 1 and no clipping") {
   at::Tensor log_prob = row({-0.3F, -2.0F, -0.01F});
-  auto terms = policy_loss(log_prob, log_prob, row({1, -2, 0.5}), row({1, 1, 1}), PolicyLossSettings{});
+  auto terms =
+      policy_loss(log_prob, log_prob, row({1, -2, 0.5}), row({1, 1, 1}), PolicyLossSettings{});
   CHECK(scalar(terms.clip_fraction) == 0.0);
   CHECK(scalar((terms.ratio - 1).abs().max()) == 0.0);
   CHECK(scalar(terms.loss) == doctest::Approx(-(1 - 2 + 0.5) / 3.0));
@@ -170,16 +174,20 @@ TEST_CASE("loss aggregation modes and micro-batch additivity") {
   at::Tensor loss = rows({{1, 2}, {3, 0}});
   at::Tensor mask = rows({{1, 1}, {1, 0}});
   CHECK(scalar(aggregate_loss(loss, mask, LossAggregation::kTokenMean)) == doctest::Approx(2.0));
-  CHECK(scalar(aggregate_loss(loss, mask, LossAggregation::kSeqMeanTokenSum)) == doctest::Approx(3.0));
-  CHECK(scalar(aggregate_loss(loss, mask, LossAggregation::kSeqMeanTokenMean)) == doctest::Approx(2.25));
+  CHECK(scalar(aggregate_loss(loss, mask, LossAggregation::kSeqMeanTokenSum)) ==
+        doctest::Approx(3.0));
+  CHECK(scalar(aggregate_loss(loss, mask, LossAggregation::kSeqMeanTokenMean)) ==
+        doctest::Approx(2.25));
   for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenSum,
                     LossAggregation::kSeqMeanTokenMean}) {
     LossNormaliser whole{3.0, 2.0};
-    const double parts = scalar(aggregate_loss(loss.narrow(0, 0, 1), mask.narrow(0, 0, 1), mode, whole)) +
-                         scalar(aggregate_loss(loss.narrow(0, 1, 1), mask.narrow(0, 1, 1), mode, whole));
+    const double parts =
+        scalar(aggregate_loss(loss.narrow(0, 0, 1), mask.narrow(0, 0, 1), mode, whole)) +
+        scalar(aggregate_loss(loss.narrow(0, 1, 1), mask.narrow(0, 1, 1), mode, whole));
     CHECK(parts == doctest::Approx(scalar(aggregate_loss(loss, mask, mode))));
   }
-  CHECK(parse_loss_aggregation("seq-mean-token-mean").value() == LossAggregation::kSeqMeanTokenMean);
+  CHECK(parse_loss_aggregation("seq-mean-token-mean").value() ==
+        LossAggregation::kSeqMeanTokenMean);
   CHECK_FALSE(parse_loss_aggregation("token-sum"));
 }
 

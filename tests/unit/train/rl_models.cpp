@@ -95,7 +95,8 @@ TEST_CASE("toy checkpoints read back exactly; critics start from the actor's tru
 TEST_CASE("tensor files read back, dtypes and metadata included") {
   testing::TempDir dir;
   NamedTensors contents;
-  contents.tensors.emplace_back("a", at::arange(6, at::TensorOptions().dtype(at::kFloat)).view({2, 3}));
+  contents.tensors.emplace_back("a",
+                                at::arange(6, at::TensorOptions().dtype(at::kFloat)).view({2, 3}));
   contents.tensors.emplace_back("b", at::tensor({std::int64_t{7}, std::int64_t{-1}}));
   contents.tensors.emplace_back("c", at::ones({3}, at::TensorOptions().dtype(at::kBFloat16)));
   contents.metadata["steps"] = "12";

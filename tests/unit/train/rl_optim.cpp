@@ -27,7 +27,9 @@ TEST_CASE("AdamW's first steps match the formula") {
   p.mutable_grad() = at::tensor({-1.0F});
   optimizer.step();
   const double decayed = 0.899 * 0.999;
-  CHECK(p.item<double>() == doctest::Approx(decayed - 0.1 * (0.08 / 0.19) / std::sqrt(0.004996 / 0.001999)).epsilon(1e-5));
+  CHECK(p.item<double>() ==
+        doctest::Approx(decayed - 0.1 * (0.08 / 0.19) / std::sqrt(0.004996 / 0.001999))
+            .epsilon(1e-5));
   CHECK(optimizer.steps() == 2);
 }
 

@@ -69,8 +69,9 @@ Curve train(const ToyEpisodes& spec, int iterations, const PpoSettings& settings
     MetricList metrics = trainer.iteration(pointers(episodes), i);
     curve.rewards.push_back(metric_value(metrics, "critic/score/mean"));
     if (std::getenv("CUDAAGENT_TEST_VERBOSE") != nullptr) {
-      std::printf("%d reward %.3f pg %.4f vf %.4f clip %.3f kl %.5f ent %.3f\n", i, curve.rewards.back(),
-                  metric_value(metrics, "actor/pg_loss"), metric_value(metrics, "critic/vf_loss"),
+      std::printf("%d reward %.3f pg %.4f vf %.4f clip %.3f kl %.5f ent %.3f\n", i,
+                  curve.rewards.back(), metric_value(metrics, "actor/pg_loss"),
+                  metric_value(metrics, "critic/vf_loss"),
                   metric_value(metrics, "actor/pg_clipfrac"), metric_value(metrics, "actor/ppo_kl"),
                   metric_value(metrics, "actor/entropy"));
     }
@@ -120,10 +121,12 @@ TEST_CASE("on-policy sanity: the first minibatch of fresh trajectories has ratio
     spec.model_tokens = 4;
     // Train a few iterations first, so the check is not only of an untrained model.
     for (int i = 0; i < 3; ++i) {
-      auto episodes = cudaagent::testing::sample_episodes(sampler_seed == 7 ? actor : sampler, spec, generator);
+      auto episodes =
+          cudaagent::testing::sample_episodes(sampler_seed == 7 ? actor : sampler, spec, generator);
       trainer.iteration(pointers(episodes), i);
     }
-    auto fresh = cudaagent::testing::sample_episodes(sampler_seed == 7 ? actor : sampler, spec, generator);
+    auto fresh =
+        cudaagent::testing::sample_episodes(sampler_seed == 7 ? actor : sampler, spec, generator);
     MetricList metrics = trainer.iteration(pointers(fresh), 3);
     return std::pair{metric_value(metrics, "actor/first_minibatch/ratio_max_deviation", -1),
                      metric_value(metrics, "actor/first_minibatch/pg_clipfrac", -1)};
@@ -204,7 +207,8 @@ TEST_CASE("critic warm-up leaves the actor untouched") {
   at::Generator generator = at::detail::createCPUGenerator(9);
   auto episodes = cudaagent::testing::sample_episodes(actor, ToyEpisodes{}, generator);
   MetricList warm = trainer.iteration(pointers(episodes), 0);
-  for (std::size_t i = 0; i < before.size(); ++i) CHECK(at::equal(before[i], actor.parameters()[i]));
+  for (std::size_t i = 0; i < before.size(); ++i)
+    CHECK(at::equal(before[i], actor.parameters()[i]));
   CHECK(metric_value(warm, "critic/grad_norm") > 0.0);
   CHECK(metric_value(warm, "actor/grad_norm", -1) == -1);  // no actor step, no actor metrics
   trainer.iteration(pointers(episodes), 1);
@@ -224,7 +228,8 @@ TEST_CASE("value pre-training fits the returns") {
   settings.batching.micro_batch_size = 8;
   ValueTrainer trainer(*critic, settings, *communicator);
   std::vector<double> losses;
-  for (int i = 0; i < 40; ++i) losses.push_back(metric_value(trainer.iteration(pointers(episodes), i), "critic/vf_loss"));
+  for (int i = 0; i < 40; ++i)
+    losses.push_back(metric_value(trainer.iteration(pointers(episodes), i), "critic/vf_loss"));
   MESSAGE("value loss " << losses.front() << " -> " << losses.back());
   CHECK(losses.back() < 0.5 * losses.front());
 }
@@ -257,7 +262,8 @@ TEST_CASE("rejection fine-tuning on good trajectories raises the reward") {
     (i == 0 ? first_loss : last_loss) = loss;
   }
   const double after = mean_reward();
-  MESSAGE("rft: loss " << first_loss << " -> " << last_loss << ", reward " << before << " -> " << after);
+  MESSAGE("rft: loss " << first_loss << " -> " << last_loss << ", reward " << before << " -> "
+                       << after);
   CHECK(last_loss < 0.5 * first_loss);
   CHECK(after > before + 0.4);
 }

@@ -18,7 +18,8 @@ Result<Trajectory> read(const std::string& text, TrajectoryReadOptions options =
 }
 
 std::string record(const std::string& trajectory, const std::string& reward = R"({"value":2})") {
-  return R"({"id":"e1","task":{"id":"x"},"trajectory":)" + trajectory + R"(,"reward":)" + reward + "}";
+  return R"({"id":"e1","task":{"id":"x"},"trajectory":)" + trajectory + R"(,"reward":)" + reward +
+         "}";
 }
 
 const std::string kMultiTurn =
@@ -73,16 +74,18 @@ TEST_CASE("records that cannot be trained on say why") {
         "trajectory.response_ids[0] = 8 is outside the vocabulary (8)");
   CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1]})", "{}")) ==
         "reward.value is missing");
-  CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1]})", R"({"value":"3"})")) ==
-        "reward.value is not a finite number");
+  CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1]})",
+                      R"({"value":"3"})")) == "reward.value is not a finite number");
   TrajectoryReadOptions log_probs;
   log_probs.need_log_probs = true;
   CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1]})"), log_probs) ==
         "trajectory.logprobs is missing");
   CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1],"logprobs":[0.5]})"),
-               log_probs) == "trajectory.logprobs[0] is not a log-probability (a finite number <= 0)");
+               log_probs) ==
+        "trajectory.logprobs[0] is not a log-probability (a finite number <= 0)");
   CHECK(reason(record(R"({"prompt_ids":[1],"response_ids":[2],"loss_mask":[1],"logprobs":[null]})"),
-               log_probs) == "trajectory.logprobs[0] is not a log-probability (a finite number <= 0)");
+               log_probs) ==
+        "trajectory.logprobs[0] is not a log-probability (a finite number <= 0)");
 }
 
 TEST_CASE("boolean loss masks are accepted") {
@@ -104,7 +107,9 @@ TEST_CASE("rft filters: reward, invalid calls and tool-call loops") {
   filter.drop_invalid_calls = false;
   CHECK(rft_rejection(t, filter).empty());
   // Two identical calls in a row are fine, three are a loop; identical but not consecutive are not.
-  t.tool_calls = {{"Read", "{\"a\":1}", true}, {"Read", "{\"a\":1}", true}, {"Edit", "{}", true},
+  t.tool_calls = {{"Read", "{\"a\":1}", true},
+                  {"Read", "{\"a\":1}", true},
+                  {"Edit", "{}", true},
                   {"Read", "{\"a\":1}", true}};
   CHECK(rft_rejection(t, filter).empty());
   t.tool_calls.push_back({"Read", "{\"a\":1}", true});

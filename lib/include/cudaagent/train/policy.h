@@ -20,9 +20,9 @@
 namespace cudaagent {
 
 struct TokenBatch {
-  at::Tensor input_ids;       // (B, L) int64; padding holds token 0
-  at::Tensor attention_mask;  // (B, L) int64: 1 on prompt and response tokens, 0 on padding
-  at::Tensor position_ids;    // (B, L) int64: 0 at a row's first real token, counting up
+  at::Tensor input_ids;             // (B, L) int64; padding holds token 0
+  at::Tensor attention_mask;        // (B, L) int64: 1 on prompt and response tokens, 0 on padding
+  at::Tensor position_ids;          // (B, L) int64: 0 at a row's first real token, counting up
   std::int64_t response_start = 0;  // P: responses occupy columns [P, L), prompts end at P - 1
 
   std::int64_t rows() const { return input_ids.size(0); }

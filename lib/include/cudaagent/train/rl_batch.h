@@ -7,9 +7,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <vector>
-
 #include <functional>
+#include <vector>
 
 #include "cudaagent/train/policy.h"
 #include "cudaagent/train/rl_dist.h"
@@ -18,15 +17,15 @@
 namespace cudaagent {
 
 struct RlBatch {
-  TokenBatch tokens;          // CPU int64 tensors
-  at::Tensor mask;            // (B, R) float: the loss mask, 0 on observations and padding
-  at::Tensor scores;          // (B) float: each trajectory's reward
-  at::Tensor old_log_probs;   // (B, R) float: behaviour log-probs; undefined when not read
+  TokenBatch tokens;         // CPU int64 tensors
+  at::Tensor mask;           // (B, R) float: the loss mask, 0 on observations and padding
+  at::Tensor scores;         // (B) float: each trajectory's reward
+  at::Tensor old_log_probs;  // (B, R) float: behaviour log-probs; undefined when not read
   // Filled by the stages as they go (undefined until then); selections carry them along.
-  at::Tensor ref_log_probs;   // (B, R) reference model's log-probs
-  at::Tensor values;          // (B, R) the critic's values before the update
-  at::Tensor advantages;      // (B, R)
-  at::Tensor returns;         // (B, R)
+  at::Tensor ref_log_probs;  // (B, R) reference model's log-probs
+  at::Tensor values;         // (B, R) the critic's values before the update
+  at::Tensor advantages;     // (B, R)
+  at::Tensor returns;        // (B, R)
 
   std::int64_t rows() const { return tokens.input_ids.defined() ? tokens.rows() : 0; }
   double trainable_tokens() const;  // sum of the mask
@@ -57,7 +56,8 @@ std::vector<std::vector<std::int64_t>> split_rows(const std::vector<std::int64_t
                                                   std::int64_t size);
 
 // This rank's share of `rows`: every world_size-th row starting at `rank`.
-std::vector<std::int64_t> rank_share(const std::vector<std::int64_t>& rows, int rank, int world_size);
+std::vector<std::int64_t> rank_share(const std::vector<std::int64_t>& rows, int rank,
+                                     int world_size);
 
 // A deterministic permutation of 0..n-1 from a seed (splitmix64 and Fisher-Yates, the same on
 // every platform and library).

@@ -25,16 +25,16 @@
 namespace cudaagent {
 
 struct RunState {
-  std::string stage;                 // "ppo", "value", "rft"
-  std::int64_t iteration = 0;        // iterations done
-  std::int64_t epoch = 0;            // the data cursor: pass over the data ...
-  std::int64_t position = 0;         // ... and trajectories consumed in it
-  std::string data_fingerprint;      // SHA-256 of the input records, in order
+  std::string stage;             // "ppo", "value", "rft"
+  std::int64_t iteration = 0;    // iterations done
+  std::int64_t epoch = 0;        // the data cursor: pass over the data ...
+  std::int64_t position = 0;     // ... and trajectories consumed in it
+  std::string data_fingerprint;  // SHA-256 of the input records, in order
   std::uint64_t seed = 1;
-  double kl_coef = 0.0;              // the (adaptive) KL-in-reward coefficient
-  std::uint64_t metrics_bytes = 0;   // length of metrics.jsonl when the checkpoint was taken
+  double kl_coef = 0.0;             // the (adaptive) KL-in-reward coefficient
+  std::uint64_t metrics_bytes = 0;  // length of metrics.jsonl when the checkpoint was taken
   int world_size = 1;
-  std::string reference_spec;        // ppo: the frozen reference model (for resuming)
+  std::string reference_spec;  // ppo: the frozen reference model (for resuming)
 };
 
 // What one checkpoint holds, by name: models saved by rank 0 and optimisers saved per rank.

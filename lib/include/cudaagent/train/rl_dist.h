@@ -22,7 +22,7 @@ namespace cudaagent {
 struct RankInfo {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;                     // this rank's GPU on its node
+  int local_rank = 0;  // this rank's GPU on its node
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool distributed() const { return world_size > 1; }

@@ -77,9 +77,9 @@ at::Tensor kl_penalty(const at::Tensor& log_prob, const at::Tensor& ref_log_prob
                       KlEstimator estimator);
 
 struct PolicyLossSettings {
-  double clip_low = 0.2;    // ratio clipped below at 1 - clip_low
-  double clip_high = 0.2;   // and above at 1 + clip_high
-  double clip_c = 3.0;      // dual clip: for negative advantages the loss is at most -A * clip_c
+  double clip_low = 0.2;   // ratio clipped below at 1 - clip_low
+  double clip_high = 0.2;  // and above at 1 + clip_high
+  double clip_c = 3.0;     // dual clip: for negative advantages the loss is at most -A * clip_c
   LossAggregation aggregation = LossAggregation::kTokenMean;
 };
 struct PolicyLossTerms {

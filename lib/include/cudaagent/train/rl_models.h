@@ -23,8 +23,8 @@ struct ToyModelConfig {
   std::int64_t vocab = 16;
   std::int64_t dim = 32;
   std::int64_t hidden = 64;
-  std::int64_t positions = 64;   // position embeddings; later positions share the last one
-  std::uint64_t seed = 1;        // initialisation
+  std::int64_t positions = 64;  // position embeddings; later positions share the last one
+  std::uint64_t seed = 1;       // initialisation
 };
 
 // "toy:vocab=16,dim=32,hidden=64,positions=64,seed=1"; omitted keys keep their defaults.

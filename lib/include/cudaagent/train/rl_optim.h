@@ -23,8 +23,8 @@ struct OptimizerSettings {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;
-  double grad_clip = 1.0;          // max global gradient norm; <= 0: no clipping
-  std::int64_t warmup_steps = 0;   // lr rises linearly over the first steps, then stays
+  double grad_clip = 1.0;                // max global gradient norm; <= 0: no clipping
+  std::int64_t warmup_steps = 0;         // lr rises linearly over the first steps, then stays
   std::int64_t bucket_bytes = 25 << 20;  // gradient all-reduce and parameter broadcast buckets
 };
 
@@ -59,7 +59,7 @@ class AdamW {
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;
   std::vector<int> owners_;
-  std::vector<at::Tensor> exp_avg_;     // undefined for parameters other ranks own
+  std::vector<at::Tensor> exp_avg_;  // undefined for parameters other ranks own
   std::vector<at::Tensor> exp_avg_sq_;
   OptimizerSettings settings_;
   Communicator& communicator_;

@@ -32,9 +32,9 @@ struct Batching {
 struct PpoSettings {
   PolicyLossSettings policy;
   double entropy_coef = 0.0;
-  double kl_loss_coef = 0.0;                 // > 0: KL to the reference as a loss term
+  double kl_loss_coef = 0.0;  // > 0: KL to the reference as a loss term
   KlEstimator kl_loss_type = KlEstimator::kK3;
-  double kl_reward_coef = 0.0;               // > 0: KL to the reference subtracted from rewards
+  double kl_reward_coef = 0.0;  // > 0: KL to the reference subtracted from rewards
   KlEstimator kl_reward_type = KlEstimator::kK1;
   bool kl_adaptive = false;
   double kl_target = 0.1;
@@ -43,8 +43,8 @@ struct PpoSettings {
   double lambda = 1.0;
   bool whiten_advantages = true;
   double cliprange_value = 0.5;
-  bool recompute_old_log_probs = false;      // false: the sampler's log-probs are the old policy
-  std::int64_t critic_warmup = 0;            // iterations that train the critic only
+  bool recompute_old_log_probs = false;  // false: the sampler's log-probs are the old policy
+  std::int64_t critic_warmup = 0;        // iterations that train the critic only
   Batching batching;
   OptimizerSettings actor_optimizer;
   OptimizerSettings critic_optimizer{.lr = 1e-5};
@@ -54,8 +54,8 @@ struct PpoSettings {
 class PpoTrainer {
  public:
   // The models must outlive the trainer; `reference` may be null unless settings need it.
-  PpoTrainer(PolicyModel& actor, ValueModel& critic, PolicyModel* reference, const PpoSettings& settings,
-             Communicator& communicator);
+  PpoTrainer(PolicyModel& actor, ValueModel& critic, PolicyModel* reference,
+             const PpoSettings& settings, Communicator& communicator);
   // One rollout batch: every rank passes the same trajectories (with behaviour log-probs).
   MetricList iteration(const std::vector<const Trajectory*>& batch, std::int64_t iteration);
 

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 
@@ -22,32 +21,32 @@
 namespace cudaagent {
 
 struct RlRunOptions {
-  CommonOptions common;            // inputs, --errors, -q, --max-bad-lines, --max-record-bytes
-  std::string run_directory;       // --run
-  std::string device = "cpu";      // --device
-  int threads = 0;                 // --threads; 0: torch's default
-  std::uint64_t seed = 1;          // --seed: data order and minibatch shuffling
-  int data_epochs = 1;             // --epochs: passes over the input trajectories
-  std::int64_t batch_size = 64;    // --batch-size: trajectories per iteration
-  bool shuffle_data = true;        // rft/value shuffle the data each pass; ppo keeps file order
-  std::int64_t save_every = 0;     // --save-every: iterations between checkpoints (0: at the end)
-  std::int64_t stop_after = 0;     // --stop-after: iterations in this invocation (0: no limit)
-  int keep_checkpoints = 2;        // --keep-checkpoints (0: all)
-  std::string backend;             // --backend gloo|nccl; empty: nccl on CUDA, else gloo
-  double dist_timeout_s = 1800;    // --dist-timeout
+  CommonOptions common;          // inputs, --errors, -q, --max-bad-lines, --max-record-bytes
+  std::string run_directory;     // --run
+  std::string device = "cpu";    // --device
+  int threads = 0;               // --threads; 0: torch's default
+  std::uint64_t seed = 1;        // --seed: data order and minibatch shuffling
+  int data_epochs = 1;           // --epochs: passes over the input trajectories
+  std::int64_t batch_size = 64;  // --batch-size: trajectories per iteration
+  bool shuffle_data = true;      // rft/value shuffle the data each pass; ppo keeps file order
+  std::int64_t save_every = 0;   // --save-every: iterations between checkpoints (0: at the end)
+  std::int64_t stop_after = 0;   // --stop-after: iterations in this invocation (0: no limit)
+  int keep_checkpoints = 2;      // --keep-checkpoints (0: all)
+  std::string backend;           // --backend gloo|nccl; empty: nccl on CUDA, else gloo
+  double dist_timeout_s = 1800;  // --dist-timeout
   std::string loss_aggregation = "token-mean";  // --loss-agg
 
-  std::string model;               // rft --model, ppo --actor
-  std::string critic;              // value, ppo --critic
-  std::string reference;           // ppo --ref (default: the actor it started from)
-  std::string kl_loss_type = "low_var_kl";      // ppo --kl-loss-type
-  std::string kl_penalty = "kl";                // ppo --kl-penalty
-  std::string old_log_probs = "behaviour";      // ppo --old-log-probs behaviour|recompute
-  bool no_whiten = false;          // ppo --no-whiten
+  std::string model;                        // rft --model, ppo --actor
+  std::string critic;                       // value, ppo --critic
+  std::string reference;                    // ppo --ref (default: the actor it started from)
+  std::string kl_loss_type = "low_var_kl";  // ppo --kl-loss-type
+  std::string kl_penalty = "kl";            // ppo --kl-penalty
+  std::string old_log_probs = "behaviour";  // ppo --old-log-probs behaviour|recompute
+  bool no_whiten = false;                   // ppo --no-whiten
   RftFilter rft_filter;
-  bool keep_invalid_calls = false; // rft --keep-invalid-calls
+  bool keep_invalid_calls = false;  // rft --keep-invalid-calls
 
-  PpoSettings ppo;                 // also the batching and optimiser of every stage
+  PpoSettings ppo;  // also the batching and optimiser of every stage
 };
 
 // Add each subcommand's flags (their own and the shared ones) to its CLI11 subcommand.

@@ -43,9 +43,9 @@ struct Trajectory {
   std::vector<float> behaviour_log_probs;  // one per response token, or empty when not read
   std::string finish_reason;
   double reward = 0.0;
-  std::vector<RlToolCall> tool_calls;      // in episode order; empty when not read
+  std::vector<RlToolCall> tool_calls;  // in episode order; empty when not read
 
-  std::size_t trainable_tokens() const;    // response tokens with loss mask 1
+  std::size_t trainable_tokens() const;  // response tokens with loss mask 1
 };
 
 struct TrajectoryReadOptions {
@@ -60,13 +60,14 @@ struct TrajectoryReadOptions {
 // record): a missing or mistyped field, arrays of different lengths, a mask value other than 0/1,
 // no trainable token, a positive or non-finite log-probability on a model token, a token id out
 // of range.
-Result<Trajectory> read_trajectory(simdjson::dom::object record, const TrajectoryReadOptions& options);
+Result<Trajectory> read_trajectory(simdjson::dom::object record,
+                                   const TrajectoryReadOptions& options);
 
 // The behaviour filters of rejection fine-tuning (CUDA Agent keeps positive trajectories without
 // wasteful patterns).
 struct RftFilter {
-  double min_reward = 0.0;        // keep only reward > min_reward
-  bool drop_invalid_calls = true; // any invalid tool call rejects the trajectory
+  double min_reward = 0.0;         // keep only reward > min_reward
+  bool drop_invalid_calls = true;  // any invalid tool call rejects the trajectory
   // A run of this many identical consecutive calls (same name and arguments) is a loop and
   // rejects the trajectory; 0 disables the check.
   int max_identical_calls = 3;
