@@ -23,6 +23,8 @@
 #include "cudaagent/train/rl_dist.h"
 #include "cudaagent/train/rl_metrics.h"
 #include "cudaagent/train/rl_models.h"
+#include "cudaagent/train/rl_ppo.h"
+#include "cudaagent/train/rl_trajectory.h"
 
 namespace cudaagent {
 namespace {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "cudaagent/status.h"
+#include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {
 
@@ -25,12 +26,6 @@ at::Tensor masked_var(const at::Tensor& values, const at::Tensor& mask, bool unb
 // transformed (masked-out ones too). With shift_mean false the mean is added back.
 at::Tensor masked_whiten(const at::Tensor& values, const at::Tensor& mask, bool shift_mean = true);
 
-// How a (B, R) loss matrix becomes one number.
-enum class LossAggregation {
-  kTokenMean,         // sum over all tokens / number of tokens (veRL's default)
-  kSeqMeanTokenSum,   // mean over rows of each row's token sum
-  kSeqMeanTokenMean,  // mean over rows of each row's token mean
-};
 Result<LossAggregation> parse_loss_aggregation(std::string_view name);  // "token-mean", ...
 std::string_view loss_aggregation_name(LossAggregation aggregation);
 
@@ -64,24 +59,11 @@ AdvantagesAndReturns compute_gae(const at::Tensor& token_rewards, const at::Tens
                                  const at::Tensor& mask, double gamma, double lambda,
                                  bool whiten = true);
 
-// Estimators of KL(current || reference) per token, from the two log-probabilities.
-enum class KlEstimator {
-  kK1,   // "kl" / "k1": log p - log q
-  kAbs,  // "abs": |log p - log q|
-  kK2,   // "mse" / "k2": 0.5 (log p - log q)^2
-  kK3,   // "low_var_kl" / "k3": exp(log q - log p) - (log q - log p) - 1, clamped as veRL does
-};
 Result<KlEstimator> parse_kl_estimator(std::string_view name);
 std::string_view kl_estimator_name(KlEstimator estimator);
 at::Tensor kl_penalty(const at::Tensor& log_prob, const at::Tensor& ref_log_prob,
                       KlEstimator estimator);
 
-struct PolicyLossSettings {
-  double clip_low = 0.2;   // ratio clipped below at 1 - clip_low
-  double clip_high = 0.2;  // and above at 1 + clip_high
-  double clip_c = 3.0;     // dual clip: for negative advantages the loss is at most -A * clip_c
-  LossAggregation aggregation = LossAggregation::kTokenMean;
-};
 struct PolicyLossTerms {
   at::Tensor loss;                 // 0-dim, differentiable
   at::Tensor clip_fraction;        // masked mean of "the clipped term was taken"

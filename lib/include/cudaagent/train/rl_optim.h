@@ -13,20 +13,10 @@
 
 #include "cudaagent/status.h"
 #include "cudaagent/train/rl_dist.h"
+#include "cudaagent/train/rl_settings.h"
 #include "cudaagent/train/rl_tensor_io.h"
 
 namespace cudaagent {
-
-struct OptimizerSettings {
-  double lr = 1e-6;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.01;
-  double grad_clip = 1.0;                // max global gradient norm; <= 0: no clipping
-  std::int64_t warmup_steps = 0;         // lr rises linearly over the first steps, then stays
-  std::int64_t bucket_bytes = 25 << 20;  // gradient all-reduce and parameter broadcast buckets
-};
 
 struct StepReport {
   double grad_norm = 0.0;  // global norm before clipping

@@ -18,38 +18,9 @@
 #include "cudaagent/train/rl_math.h"
 #include "cudaagent/train/rl_metrics.h"
 #include "cudaagent/train/rl_optim.h"
+#include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {
-
-struct Batching {
-  std::int64_t mini_batch_size = 0;   // trajectories per optimiser step; 0: the whole batch
-  std::int64_t micro_batch_size = 4;  // rows per forward/backward on a rank
-  int epochs = 1;                     // passes over each batch (ppo_epochs)
-  bool shuffle = false;               // shuffle rows before each pass (seeded per iteration)
-  std::uint64_t seed = 1;
-};
-
-struct PpoSettings {
-  PolicyLossSettings policy;
-  double entropy_coef = 0.0;
-  double kl_loss_coef = 0.0;  // > 0: KL to the reference as a loss term
-  KlEstimator kl_loss_type = KlEstimator::kK3;
-  double kl_reward_coef = 0.0;  // > 0: KL to the reference subtracted from rewards
-  KlEstimator kl_reward_type = KlEstimator::kK1;
-  bool kl_adaptive = false;
-  double kl_target = 0.1;
-  double kl_horizon = 10000.0;
-  double gamma = 1.0;
-  double lambda = 1.0;
-  bool whiten_advantages = true;
-  double cliprange_value = 0.5;
-  bool recompute_old_log_probs = false;  // false: the sampler's log-probs are the old policy
-  std::int64_t critic_warmup = 0;        // iterations that train the critic only
-  Batching batching;
-  OptimizerSettings actor_optimizer;
-  OptimizerSettings critic_optimizer{.lr = 1e-5};
-  bool needs_reference() const { return kl_loss_coef > 0 || kl_reward_coef > 0; }
-};
 
 class PpoTrainer {
  public:
@@ -74,15 +45,6 @@ class PpoTrainer {
   KlController kl_;
 };
 
-struct ValueSettings {
-  double gamma = 1.0;
-  double lambda = 1.0;
-  double cliprange_value = 0.5;
-  LossAggregation aggregation = LossAggregation::kTokenMean;
-  Batching batching;
-  OptimizerSettings optimizer;
-};
-
 class ValueTrainer {
  public:
   ValueTrainer(ValueModel& critic, const ValueSettings& settings, Communicator& communicator);
@@ -94,12 +56,6 @@ class ValueTrainer {
   ValueSettings settings_;
   Communicator& communicator_;
   AdamW optimizer_;
-};
-
-struct RftSettings {
-  LossAggregation aggregation = LossAggregation::kTokenMean;
-  Batching batching;
-  OptimizerSettings optimizer;
 };
 
 class RftTrainer {

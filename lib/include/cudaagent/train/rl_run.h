@@ -15,8 +15,7 @@
 
 #include "cudaagent/cli.h"
 #include "cudaagent/session.h"
-#include "cudaagent/train/rl_ppo.h"
-#include "cudaagent/train/rl_trajectory.h"
+#include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cudaagent/status.h"
+#include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {
 
@@ -62,16 +63,6 @@ struct TrajectoryReadOptions {
 // of range.
 Result<Trajectory> read_trajectory(simdjson::dom::object record,
                                    const TrajectoryReadOptions& options);
-
-// The behaviour filters of rejection fine-tuning (CUDA Agent keeps positive trajectories without
-// wasteful patterns).
-struct RftFilter {
-  double min_reward = 0.0;         // keep only reward > min_reward
-  bool drop_invalid_calls = true;  // any invalid tool call rejects the trajectory
-  // A run of this many identical consecutive calls (same name and arguments) is a loop and
-  // rejects the trajectory; 0 disables the check.
-  int max_identical_calls = 3;
-};
 
 // Empty when the trajectory passes; otherwise the reason it is dropped ("reward 0 <= 0",
 // "invalid tool call 4 (Bash)", "tool-call loop: 3 identical consecutive calls to Read").
