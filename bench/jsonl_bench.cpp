@@ -7,9 +7,9 @@
 #include <random>
 #include <string>
 
-#include "cudaagent/cli.h"
-#include "cudaagent/json_writer.h"
-#include "cudaagent/record_stage.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/records/cli.h"
+#include "cudaagent/records/record_stage.h"
 
 namespace {
 

@@ -31,7 +31,7 @@ class ModelNew(Model):
     """The reference itself in the candidate's slot: an A-A test of the timing."""
 '''
 
-# Time classes of lib/core/timing_stats.cpp (classify_time_ms): half-open, in milliseconds.
+# Time classes of lib/profile/timing_stats.cpp (classify_time_ms): half-open, in milliseconds.
 CLASSES = [("<10us", 0.0, 0.01), ("10us-100us", 0.01, 0.1), ("100us-1ms", 0.1, 1.0), (">=1ms", 1.0, math.inf)]
 
 

@@ -1,12 +1,14 @@
-# cudaagent_add_tool(<stage>): builds tools/<stage>/main.cpp into the executable cudaagent-<stage>,
-# linked against the core library (and the CUDA library when it exists), and installs it.
-function(cudaagent_add_tool stage)
-  set(target cudaagent-${stage})
+# cudaagent_add_tool(<program> DEPENDS <area>...): builds tools/<program>/main.cpp into the
+# executable cudaagent-<program>, linked against the areas it uses and nothing else, and installs it.
+function(cudaagent_add_tool program)
+  cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
+  set(target cudaagent-${program})
   add_executable(${target} main.cpp)
-  target_link_libraries(${target} PRIVATE cudaagent_core cudaagent_flags)
-  if(TARGET cudaagent_cuda)
-    target_link_libraries(${target} PRIVATE cudaagent_cuda)
-  endif()
+  foreach(area ${ARG_DEPENDS})
+    target_link_libraries(${target} PRIVATE cudaagent_${area})
+  endforeach()
+  target_link_libraries(${target} PRIVATE cudaagent_flags)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
   install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set_property(GLOBAL APPEND PROPERTY CUDAAGENT_PROGRAMS ${target})
 endfunction()

@@ -4,9 +4,9 @@ find_package(simdjson CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-find_package(CURL REQUIRED)  # HTTP to model servers (lib/core/http.cpp)
+find_package(CURL REQUIRED)  # HTTP to model servers (lib/llm/http.cpp)
 find_package(Threads REQUIRED)
-# libseccomp compiles the sandbox's system-call filter (lib/core/sandbox_seccomp.cpp). Optional:
+# libseccomp compiles the sandbox's system-call filter (lib/sandbox/seccomp_filter.cpp). Optional:
 # without it the sandbox probe reports "no seccomp" and untrusted runs are refused.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
@@ -33,25 +33,4 @@ if(NOT CUDAAGENT_CUDA STREQUAL "OFF")
   endif()
 else()
   message(STATUS "cudaagent: CUDAAGENT_CUDA=OFF: GPU parts off")
-endif()
-
-# libtorch for cudaagent-train: Debian's libtorch-dev (CPU), or a pip torch given through
-# CMAKE_PREFIX_PATH (python3 -c 'import torch; print(torch.utils.cmake_prefix_path)'). Optional:
-# without it the training area is left out. Gloo's headers (libgloo-dev) switch on the CPU
-# data-parallel path; torch's own build has Gloo inside, only the headers are needed.
-set(CUDAAGENT_TRAIN "AUTO" CACHE STRING "Build cudaagent-train: AUTO (if libtorch is found), ON, OFF")
-set_property(CACHE CUDAAGENT_TRAIN PROPERTY STRINGS AUTO ON OFF)
-set(CUDAAGENT_HAVE_TORCH OFF)
-if(NOT CUDAAGENT_TRAIN STREQUAL "OFF")
-  find_package(Torch CONFIG QUIET)
-  if(Torch_FOUND)
-    set(CUDAAGENT_HAVE_TORCH ON)
-    find_path(CUDAAGENT_GLOO_INCLUDE_DIR gloo/config.h HINTS ${TORCH_INCLUDE_DIRS})
-    message(STATUS "cudaagent: libtorch found: cudaagent-train on "
-                   "(gloo headers: ${CUDAAGENT_GLOO_INCLUDE_DIR})")
-  elseif(CUDAAGENT_TRAIN STREQUAL "ON")
-    message(FATAL_ERROR "cudaagent: CUDAAGENT_TRAIN=ON but libtorch was not found")
-  else()
-    message(STATUS "cudaagent: libtorch not found: cudaagent-train off")
-  endif()
 endif()

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --build --preset release --target cudaagent_programs  # the tests build with scripts/test.sh
 examples/pipeline.sh build/release/bin

@@ -1,5 +1,5 @@
 // check_cuda_sources: NVRTC on each kernels/*.cu, with in-memory headers only (see the header).
-#include "cudaagent/nvrtc_check.h"
+#include "cudaagent/cuda/nvrtc_check.h"
 
 #include <nvrtc.h>
 

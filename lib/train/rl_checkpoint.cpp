@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cudaagent/json_writer.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/session.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/session.h"
 #include "cudaagent/train/rl_tensor_io.h"
 
 namespace cudaagent {

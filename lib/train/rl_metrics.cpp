@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <map>
 
-#include "cudaagent/json_writer.h"
+#include "cudaagent/base/json_writer.h"
 
 namespace cudaagent {
 namespace {

@@ -15,10 +15,10 @@
 #include <numeric>
 #include <optional>
 
-#include "cudaagent/paths.h"
-#include "cudaagent/record_sink.h"
-#include "cudaagent/record_stage.h"
-#include "cudaagent/sha256.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/records/record_sink.h"
+#include "cudaagent/records/record_stage.h"
+#include "cudaagent/base/sha256.h"
 #include "cudaagent/train/rl_checkpoint.h"
 #include "cudaagent/train/rl_dist.h"
 #include "cudaagent/train/rl_metrics.h"

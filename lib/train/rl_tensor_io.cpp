@@ -12,9 +12,9 @@
 #include <cstring>
 #include <set>
 
-#include "cudaagent/json_writer.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/session.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/session.h"
 
 namespace cudaagent {
 namespace {

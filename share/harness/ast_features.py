@@ -19,7 +19,7 @@ import builtins
 import json
 import sys
 
-# Bump with any change to the output; lib/include/cudaagent/dedup_features.h must match it.
+# Bump with any change to the output; lib/include/cudaagent/dedup/features.h must match it.
 TOKENS_VERSION = "ast-tokens-1"
 
 BUILTIN_NAMES = frozenset(dir(builtins))

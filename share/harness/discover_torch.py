@@ -1,5 +1,5 @@
 """Prints, as one JSON object, what a C++ build needs to compile and link a torch extension for
-this interpreter. Run by lib/core/torch_env.cpp in isolated mode; its answer is cached."""
+this interpreter. Run by lib/sandbox/torch_env.cpp in isolated mode; its answer is cached."""
 
 import json
 import os

@@ -3,7 +3,7 @@
 Layout: b"CATENS1\n", a little-endian u32 header length H, H bytes of UTF-8 JSON, then the payload.
 The header is {"value": V}; V describes the returned object recursively (tensor, tuple, list, dict,
 int, float, bool, none, other) and each tensor's bytes sit at "offset" (from the payload start) as
-C-contiguous little-endian elements. The trusted C++ side (lib/core/tensor_file.cpp) reads this
+C-contiguous little-endian elements. The trusted C++ side (lib/candidate/tensor_file.cpp) reads this
 format from both the reference and the candidate process and trusts nothing in it.
 """
 

@@ -4,7 +4,7 @@
 // written against it (`import cuda_extension`) and the build must not be able to rename the module.
 //
 // The harness always compiles this pristine copy; a workspace's own binding.cpp is never used, and
-// one whose bytes differ is a policy finding (DESIGN.md section 4).
+// one whose bytes differ is a policy finding (cudaagent(7), SANDBOX).
 #include "binding_registry.h"
 
 // The init function is PyInit_cuda_extension, so the built file must be named cuda_extension.so (or

@@ -5,7 +5,7 @@
 // headed by a zero-initialised pointer, so there is no allocation, no singleton constructor and no
 // init-order trap.
 //
-// The harness always compiles this pristine copy, never the workspace's (DESIGN.md section 4). The
+// The harness always compiles this pristine copy, never the workspace's (cudaagent(7), SANDBOX). The
 // macro keeps the name and arguments of the CUDA Agent workspace idiom, so bindings written for it
 // build unchanged. It is code that runs inside the candidate's process: it is glue, not a security
 // boundary.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared by every tool's help_version_man.sh: BIN_DIR TOOL FLAG.
 # --help and --version print to stdout and exit 0; --help names FLAG; every long option in --help is
-# documented in man/TOOL.1 and every option the man page documents exists (STYLE.md 15); an
+# documented in man/TOOL.1 and every option the man page documents exists; an
 # unknown flag exits 2.
 source "$(dirname "$0")/lib.sh"
 bin=$1 tool=$2 flag=$3

@@ -12,7 +12,7 @@
 
 #include "activity_json.h"
 #include "correlation_table.h"
-#include "cudaagent/kernel_trace.h"
+#include "cudaagent/profile/kernel_trace.h"
 #include "launcher_resolver.h"
 
 using namespace cudaagent;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints one task record per named task of tests/filter/tasks/ (NAME.py), in the DESIGN.md §2
+# Prints one task record per named task of tests/filter/tasks/ (NAME.py), in the cudaagent-records(5)
 # shape: {"id", "task": {"source", "model_py", "ops", "meta"}}. The id is the name, so tests can
 # pick records out with jq.
 set -euo pipefail

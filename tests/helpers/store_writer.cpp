@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/result_store.h"
-#include "cudaagent/sha256.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/records/result_store.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cudaagent/kernel_trace.h"
+#include "cudaagent/profile/kernel_trace.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 # options; --help and --version exit 0; a missing subcommand or an unknown flag exits 2.
 source "$(dirname "$0")/lib.sh" "$1"
 root=$(cd "$here/../.." && pwd)
-page=$root/man/cudaagent-train.rl.roff
+page=$root/man/cudaagent-train.1
 # The long options of the man text between two section headings (roff writes \-\-name).
 options_between() {
   awk -v start="$1" '$0 == start {on = 1; next} /^\.S[SH] / {on = 0} on' "$page" |

@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "cudaagent/json_writer.h"
+#include "cudaagent/base/json_writer.h"
 #include "cudaagent/train/rl_batch.h"
 
 namespace cudaagent::testing {

@@ -3,7 +3,7 @@
 
 #include <simdjson.h>
 
-#include "cudaagent/paths.h"
+#include "cudaagent/base/files.h"
 
 #include <cerrno>
 #include <filesystem>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-#include "cudaagent/timing_stats.h"
+#include "cudaagent/profile/timing_stats.h"
 
 namespace cudaagent::testing {
 

@@ -1,6 +1,6 @@
 // cudaagent-dedup: task records in, the same records with a dedup key out, near-duplicates of a
 // reference set or of an earlier task left out (see man/cudaagent-dedup.1).
-#include "cudaagent/dedup_stage.h"
+#include "cudaagent/dedup/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::DedupOptions options;

@@ -1,6 +1,6 @@
 // cudaagent-filter: task records in, the same records with a filter key out: kept or not, and
 // why (see man/cudaagent-filter.1).
-#include "cudaagent/filter_stage.h"
+#include "cudaagent/filter/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::FilterOptions options;

@@ -1,6 +1,6 @@
 // cudaagent-profile: time verified candidates against PyTorch eager and torch.compile on an
 // exclusive device, as if they were hostile (see man/cudaagent-profile.1).
-#include "cudaagent/profile_stage.h"
+#include "cudaagent/profile/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::ProfileOptions options;

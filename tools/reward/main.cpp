@@ -1,6 +1,6 @@
 // cudaagent-reward: records carrying verify and profile keys in, the same records with a reward
 // key out (see man/cudaagent-reward.1).
-#include "cudaagent/reward_stage.h"
+#include "cudaagent/reward/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::RewardOptions options;

@@ -1,6 +1,6 @@
 // cudaagent-synth: compose catalog operators into KernelBench-form tasks, at random or as a
 // model proposes them, and write one task record per line (see man/cudaagent-synth.1).
-#include "cudaagent/synth_stage.h"
+#include "cudaagent/synth/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::SynthOptions options;

@@ -1,6 +1,6 @@
 // cudaagent-verify: build, run and judge candidate kernels as if they were hostile
 // (see man/cudaagent-verify.1).
-#include "cudaagent/verify_stage.h"
+#include "cudaagent/verify/stage.h"
 
 int main(int argc, char** argv) {
   cudaagent::VerifyOptions options;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "cudaagent/json_writer.h"
+#include "cudaagent/base/json_writer.h"
 
 namespace cudaagent::cupti {
 namespace {

@@ -1,4 +1,4 @@
-// The trace's line format, written by the injection library and read by lib/core/kernel_trace.cpp
+// The trace's line format, written by the injection library and read by lib/profile/kernel_trace.cpp
 // (the contract is documented there, in cudaagent/kernel_trace.h). One JSON object per line:
 // "kernel", "memcpy" and "memset" lines for GPU work, "summary" lines with the counters, "error"
 // lines when tracing cannot run. Key choice: the formatters take CUPTI's own record structs, so a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --help and --version print to stdout and exit 0; every long option in --help is documented in
-# the man page and every option the man page documents exists (STYLE.md 15).
+# the man page and every option the man page documents exists.
 source "$(dirname "$0")/../lib.sh"
 bin=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)

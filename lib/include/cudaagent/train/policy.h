@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/train/policy.h"
 #include "cudaagent/train/rl_dist.h"
 #include "cudaagent/train/rl_optim.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {

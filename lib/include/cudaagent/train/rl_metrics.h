@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent {
 

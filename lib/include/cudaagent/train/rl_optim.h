@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/train/rl_dist.h"
 #include "cudaagent/train/rl_settings.h"
 #include "cudaagent/train/rl_tensor_io.h"

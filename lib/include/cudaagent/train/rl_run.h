@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "cudaagent/cli.h"
-#include "cudaagent/session.h"
+#include "cudaagent/records/cli.h"
+#include "cudaagent/base/session.h"
 #include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 
 namespace cudaagent {
 

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/train/rl_settings.h"
 
 namespace cudaagent {

@@ -1,0 +1,531 @@
+// One task through the filter: the check job, the trusted reading of its files, then the timing
+// job under the device's timing slot, both in fresh forked children of a warm harness worker
+// (share/harness/worker.py) that has imported torch once. Key design choice: a task holds one
+// worker from its check to its timing, and timing is a job of its own that builds the model and
+// draws its inputs first and takes the slot only then, so neither that work nor the wait for the
+// slot holds the device or eats into a job's time limit.
+#include "cudaagent/filter/filter.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/paths.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/base/version.h"
+#include "cudaagent/device/device_lock.h"
+#include "cudaagent/device/gpu_query.h"
+#include "cudaagent/sandbox/harness_worker.h"
+
+namespace cudaagent {
+namespace fs = std::filesystem;
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr std::size_t kReportLimit = std::size_t{1} << 20;
+// How long a timing job waits for another process's hold on its device before it fails.
+constexpr double kLockPatienceSeconds = 6 * 3600;
+
+double since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+struct HarnessRun {
+  ProcessResult process;
+  std::optional<HarnessReport> report;
+  std::string report_problem;
+};
+
+}  // namespace
+
+// One warm worker and the two directories its sandbox binds: in/ (read-only to it: each job's
+// model.py) and out/ (writable: each job's output directories, and HOME for torch.compile's
+// caches). A worker serves one task at a time; it is bound to one device.
+struct FilterWorker {
+  std::size_t device = 0;
+  std::string in, out;
+  std::unique_ptr<HarnessWorker> worker;
+  bool busy = false;
+};
+
+struct TaskFilter::State {
+  FilterSettings settings;
+  TorchEnv torch;
+  std::string harness;
+  std::string lock_dir;  // empty: no cross-process timing lock
+  std::vector<std::string> devices;  // "cpu", or the CUDA device ids
+  std::vector<std::string> lock_names;  // per device: the one device lock name (device_lock.h)
+  std::string root;      // private (0700, or 0711 with run_as): the workers' directories and logs
+  std::unique_ptr<RemovedTree> remove_root;
+
+  // How many tasks use each device, the workers, and each device's timing slot in this process.
+  std::mutex mutex;
+  std::vector<int> busy;
+  std::vector<std::unique_ptr<FilterWorker>> workers;
+  std::vector<std::unique_ptr<std::mutex>> timing;
+
+  ~State() {
+    workers.clear();  // workers first: their sandboxes hold binds below the root
+    remove_root.reset();
+  }
+
+  // The least busy device and an idle worker for it (a new one, not yet started, when none is
+  // idle: at most as many workers as tasks run at once). A Status when its directories cannot be
+  // made.
+  Result<FilterWorker*> acquire_worker();
+  void release_worker(FilterWorker* worker) {
+    std::lock_guard lock(mutex);
+    worker->busy = false;
+    --busy[worker->device];
+  }
+
+
+  HarnessJob make_job(const std::string& mode, const std::string& task_dir,
+                      const std::string& out_dir) const;
+  Result<HarnessRun> run_harness(FilterWorker& worker, const std::string& mode,
+                                 const std::string& task_dir, const std::string& out_dir) const;
+  // The timing job as an interactive job: it builds the model and draws its inputs, says "built",
+  // and only then is the device's timing slot taken and the job told "go". Adds the seconds the
+  // slot was held to `slot_seconds` and those spent waiting for it to `wait_seconds`.
+  Result<HarnessRun> run_timing(FilterWorker& worker, const std::string& task_dir,
+                                const std::string& out_dir, double& slot_seconds,
+                                double& wait_seconds);
+  FilterOutcome filter(const std::string& model_py);
+};
+
+namespace {
+
+// Makes an output directory the harness user can write.
+bool make_out_dir(const std::string& path, const std::optional<ProcessCredentials>& run_as) {
+  if (::mkdir(path.c_str(), 0700) != 0) return false;
+  return !run_as || ::chown(path.c_str(), run_as->uid, run_as->gid) == 0;
+}
+
+std::string reasons_json(const std::vector<FilterReason>& reasons) {
+  std::string json;
+  JsonWriter out(json);
+  out.begin_array();
+  for (const auto& reason : reasons) {
+    out.begin_object().field("check", reason.check).field("detail", reason.detail).end_object();
+  }
+  out.end_array();
+  return json;
+}
+
+}  // namespace
+
+Result<FilterWorker*> TaskFilter::State::acquire_worker() {
+  std::lock_guard lock(mutex);
+  std::size_t device = 0;
+  for (std::size_t i = 1; i < busy.size(); ++i) {
+    if (busy[i] < busy[device]) device = i;
+  }
+  FilterWorker* chosen = nullptr;
+  for (const auto& worker : workers) {
+    if (!worker->busy && worker->device == device) {
+      chosen = worker.get();
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    auto made = std::make_unique<FilterWorker>();
+    const std::string dir = root + "/worker-" + std::to_string(workers.size());
+    made->device = device;
+    made->in = dir + "/in";
+    made->out = dir + "/out";
+    const unsigned traversable = settings.run_as ? 0711 : 0700;
+    const auto make_dir = [&](const std::string& path) {  // chmod: the umask may have cut it
+      return ::mkdir(path.c_str(), traversable) == 0 && ::chmod(path.c_str(), traversable) == 0;
+    };
+    if (!make_dir(dir) || !make_dir(made->in) || !make_out_dir(made->out, settings.run_as)) {
+      return Status::error("cannot create the worker directories in " + cudaagent::quoted(dir));
+    }
+    HarnessWorkerPlan plan;
+    plan.python = torch.python;
+    plan.harness_dir = harness;
+    plan.log_path = dir + "/worker.log";
+    plan.env = harness_environment(made->out);  // HOME: the worker's output directory
+    // One thread of torch.compile per job: Inductor's default is a pool of one Python process
+    // per core in every job, which --jobs parallel check jobs would multiply past the cores (each
+    // pool process importing torch). Parallelism comes from --jobs.
+    plan.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
+    if (settings.device == "cuda") plan.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
+    plan.run_as = settings.run_as;
+    plan.readable = {harness, made->in};
+    plan.writable = {made->out};
+    plan.wrap = settings.sandbox;
+    made->worker = make_harness_worker(plan);
+    workers.push_back(std::move(made));
+    chosen = workers.back().get();
+  }
+  chosen->busy = true;
+  ++busy[device];
+  return chosen;
+}
+
+HarnessJob TaskFilter::State::make_job(const std::string& mode, const std::string& task_dir,
+                                      const std::string& out_dir) const {
+  HarnessJob job;
+  job.script = harness + "/filter_task.py";
+  job.args = {"--mode", mode, "--task", task_dir + "/model.py", "--out", out_dir, "--device",
+              settings.device, "--seed", std::to_string(settings.seed), "--runs",
+              std::to_string(settings.timing_runs), "--slow-ms",
+              std::to_string(settings.window_high_ms * 3)};
+  if (settings.compile) job.args.emplace_back("--compile");
+  job.working_dir = out_dir;
+  job.timeout_seconds = settings.timeout_seconds;
+  job.output_cap = std::size_t{256} << 10;
+  job.limits.file_size_bytes = std::uint64_t{8} << 30;
+  if (settings.memory_limit_bytes > 0) {
+    // Private writable memory on every device (RLIMIT_DATA leaves alone the address space the CUDA
+    // driver reserves, about twice the GPU's); the whole address space too where there is no CUDA.
+    job.limits.data_bytes = settings.memory_limit_bytes;
+    if (settings.device == "cpu") job.limits.address_space_bytes = settings.memory_limit_bytes;
+  }
+  return job;
+}
+
+namespace {
+
+HarnessRun read_report(ProcessResult process, const std::string& out_dir) {
+  HarnessRun run{std::move(process), std::nullopt, {}};
+  std::string text;
+  if (auto read = read_untrusted_file(out_dir + "/report.json", kReportLimit, text); !read) {
+    run.report_problem = read.message();
+  } else if (auto parsed = parse_harness_report(text); !parsed) {
+    run.report_problem = parsed.status().message();
+  } else {
+    run.report = std::move(parsed).value();
+  }
+  return run;
+}
+
+}  // namespace
+
+Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const std::string& mode,
+                                                  const std::string& task_dir,
+                                                  const std::string& out_dir) const {
+  auto ran = worker.worker->run(make_job(mode, task_dir, out_dir));
+  if (!ran) return ran.status();
+  return read_report(std::move(ran).value(), out_dir);
+}
+
+Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std::string& task_dir,
+                                                 const std::string& out_dir, double& slot_seconds,
+                                                 double& wait_seconds) {
+  HarnessJob job = make_job("time", task_dir, out_dir);
+  job.args.emplace_back("--await-go");
+  auto opened = worker.worker->open_session(job);
+  if (!opened) return opened.status();
+  HarnessSession session = std::move(opened).value();
+  // The job's time limit covers its own running, not the wait for the slot.
+  double left = settings.timeout_seconds;
+  const auto timed_out = [&] {
+    session.abort();  // kills the worker, and the job with it
+    ProcessResult result;
+    result.outcome = ProcessResult::Outcome::kTimedOut;
+    result.signal = SIGKILL;
+    result.timeout_seconds = settings.timeout_seconds;
+    return result;
+  };
+  // 1. Building: until "built", or the job's end (a task that fails to build, or crashes).
+  auto phase = SteadyClock::now();
+  while (true) {
+    const double remaining = left - since(phase);
+    if (remaining <= 0) return read_report(timed_out(), out_dir);
+    auto message = session.receive(remaining);
+    if (!message) return message.status();
+    if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
+      return read_report(std::move(message.value().result), out_dir);
+    }
+    if (message.value().kind == HarnessSession::Message::Kind::kLine &&
+        message.value().text == "built") {
+      break;
+    }
+  }
+  left -= since(phase);
+  // 2. Warm-up and timing, alone on the device.
+  const auto waiting = SteadyClock::now();
+  std::lock_guard slot(*timing[worker.device]);
+  // The machine-wide slot: the same lock profile takes, so a filter timing job and a profile on
+  // one GPU never overlap. Waiting for it does not count against the job's time limit.
+  std::optional<DeviceLock> machine_slot;
+  if (!lock_dir.empty()) {
+    auto lock = DeviceLock::acquire(lock_dir, lock_names[worker.device], kLockPatienceSeconds);
+    if (!lock) return lock.status();
+    machine_slot.emplace(std::move(lock).value());
+  }
+  wait_seconds += since(waiting);
+  phase = SteadyClock::now();
+  ProcessResult result;
+  if (Status sent = session.send("go"); !sent) {
+    // The worker is gone (the session aborted it): the job ended with it.
+    result.outcome = ProcessResult::Outcome::kSignaled;
+    result.signal = SIGKILL;
+    result.err = "the harness worker died during the job: " + sent.message();
+  } else if (auto closed = session.close(std::max(left, 0.001)); !closed) {
+    return closed.status();
+  } else {
+    result = std::move(closed).value();
+    if (result.outcome == ProcessResult::Outcome::kTimedOut) {
+      result.timeout_seconds = settings.timeout_seconds;
+    }
+  }
+  slot_seconds += since(phase);
+  return read_report(std::move(result), out_dir);
+}
+
+FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
+  const auto started = SteadyClock::now();
+  FilterOutcome outcome;
+  const auto infra = [&](std::string why) {
+    outcome.infra = true;
+    outcome.infra_reason = std::move(why);
+    return outcome;
+  };
+  auto acquired = acquire_worker();
+  if (!acquired) return infra(acquired.status().message());
+  FilterWorker& worker = *acquired.value();
+  struct Release {
+    State& state;
+    FilterWorker* worker;
+    ~Release() { state.release_worker(worker); }
+  } release{*this, &worker};
+
+  // The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
+  // (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
+  // out/ can be waiting under it.
+  std::string out_root = worker.out + "/job-XXXXXX";
+  if (::mkdtemp(out_root.data()) == nullptr) {
+    return infra("cannot create a job directory in " + cudaagent::quoted(worker.out) + ": " +
+                 std::strerror(errno));
+  }
+  const std::string task_dir = worker.in + out_root.substr(out_root.rfind('/'));
+  RemovedTree remove_out(out_root, settings.keep_job_dirs);
+  RemovedTree remove_task(task_dir, settings.keep_job_dirs);
+  if ((settings.run_as && ::chmod(out_root.c_str(), 0711) != 0) ||
+      ::mkdir(task_dir.c_str(), settings.run_as ? 0755 : 0700) != 0 ||
+      !write_file_atomically(task_dir + "/model.py", model_py) ||
+      ::chmod((task_dir + "/model.py").c_str(), 0644) != 0) {
+    return infra("cannot write the task into " + cudaagent::quoted(task_dir));
+  }
+  double worker_start_seconds = 0;
+  if (auto warm = worker.worker->warm_up(); !warm) {
+    return infra(warm.status().message());
+  } else {
+    worker_start_seconds = warm.value();
+  }
+
+  std::vector<FilterReason> reasons;
+  std::string determinism, compile_text;
+  std::optional<EagerStats> stats;
+  double check_seconds = 0, time_seconds = 0, slot_seconds = 0, slot_wait_seconds = 0;
+
+  // 1. The check job.
+  const std::string check_dir = out_root + "/check";
+  if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
+  auto phase = SteadyClock::now();
+  auto check = run_harness(worker, "check", task_dir, check_dir);
+  check_seconds = since(phase);
+  if (!check) return infra("check job: " + check.status().message());
+  RunJudgement judged = judge_run(check.value().process, check.value().report,
+                                  check.value().report_problem);
+  if (judged.end == RunJudgement::End::kInfra) return infra(judged.infra_reason);
+
+  const std::optional<std::string> no_compile = compile_unavailable(torch.torch_version);
+  if (!settings.compile) {
+    compile_text = "skipped: --no-compile";
+  } else if (no_compile) {
+    compile_text = *no_compile;
+  } else {
+    compile_text = "not run: the task failed before torch.compile";
+  }
+  // A failure while compiling is a compile failure; eager's outputs are already written.
+  const bool failed_in_compile = judged.end == RunJudgement::End::kRejected && judged.phase == "compile";
+  if (failed_in_compile) {
+    for (const auto& reason : judged.reasons) {
+      const std::string detail =
+          reason.check == "compile" ? reason.detail : reason.check + ": " + reason.detail;
+      compile_text = "failed: " + detail;
+      reasons.push_back({"compile", detail});
+    }
+  } else {
+    reasons = judged.reasons;
+  }
+  if (judged.end == RunJudgement::End::kCompleted || failed_in_compile) {
+    TensorTree a1, a2, b;
+    std::string unreadable;
+    for (auto [name, tree] : {std::pair{"out_a1", &a1}, {"out_a2", &a2}, {"out_b", &b}}) {
+      auto read = read_tensor_file(check_dir + "/" + name + ".bin");
+      if (!read) {
+        unreadable = read.status().message();
+        break;
+      }
+      *tree = std::move(read).value();
+    }
+    if (!unreadable.empty()) {
+      reasons.push_back({"output", "an output file is unusable: " + unreadable});
+    } else {
+      const HarnessReport& report = *check.value().report;
+      OutputJudgement outputs = judge_outputs(a1, a2, b, report.inputs_equal, settings.tolerance);
+      determinism = outputs.determinism;
+      reasons.insert(reasons.end(), outputs.reasons.begin(), outputs.reasons.end());
+      if (settings.compile && !no_compile && !failed_in_compile) {
+        if (!report.has_compile) {
+          compile_text = "skipped: torch " + report.torch + " has no torch.compile";
+        } else if (!report.compile) {
+          compile_text = "failed: the harness reported no compile result";
+          reasons.push_back({"compile", "the harness reported no compile result"});
+        } else if (!report.compile->ok) {
+          compile_text = "failed: " + report.compile->error;
+          reasons.push_back({"compile", report.compile->error});
+        } else if (auto compiled = read_tensor_file(check_dir + "/out_compile.bin"); !compiled) {
+          compile_text = "failed: " + compiled.status().message();
+          reasons.push_back({"compile", compiled.status().message()});
+        } else if (std::string differs = compare_compiled(a1, compiled.value(), settings.tolerance);
+                   !differs.empty()) {
+          compile_text = "failed: " + differs;
+          reasons.push_back({"compile", differs});
+        } else {
+          compile_text = "ok";
+        }
+      }
+    }
+  }
+
+  // 2. The timing job, for a task that passed everything else, alone on its device.
+  if (reasons.empty()) {
+    const std::string time_dir = out_root + "/time";
+    if (!make_out_dir(time_dir, settings.run_as)) return infra("cannot create '" + time_dir + "'");
+    phase = SteadyClock::now();
+    auto timed = run_timing(worker, task_dir, time_dir, slot_seconds, slot_wait_seconds);
+    time_seconds = since(phase) - slot_wait_seconds;
+    if (!timed) return infra("timing job: " + timed.status().message());
+    RunJudgement timing_run = judge_run(timed.value().process, timed.value().report,
+                                    timed.value().report_problem);
+    if (timing_run.end == RunJudgement::End::kInfra) return infra(timing_run.infra_reason);
+    reasons.insert(reasons.end(), timing_run.reasons.begin(), timing_run.reasons.end());
+    if (timing_run.end == RunJudgement::End::kCompleted) {
+      auto computed = eager_stats(timed.value().report->samples_ms);
+      if (!computed) {
+        reasons.push_back({"eager_time", "the timing job reported no samples"});
+      } else {
+        stats = computed.value();
+        if (auto outside = judge_window(*stats, settings.window_low_ms, settings.window_high_ms)) {
+          reasons.push_back(*outside);
+        }
+      }
+    }
+  }
+
+  outcome.kept = reasons.empty();
+  JsonWriter out(outcome.json);
+  out.begin_object().field("kept", outcome.kept).key("reasons").raw(reasons_json(reasons));
+  out.key("eager_ms");
+  if (stats) {
+    out.begin_object().field("median", stats->median_ms).field("min", stats->min_ms);
+    out.field("mean", stats->mean_ms).field("max", stats->max_ms).field("runs", stats->runs);
+    out.end_object();
+  } else {
+    out.null();
+  }
+  out.field("compile", compile_text).key("determinism");
+  if (determinism.empty()) {
+    out.null();
+  } else {
+    out.value(determinism);
+  }
+  out.key("window_ms").begin_array().value(settings.window_low_ms).value(settings.window_high_ms);
+  out.end_array().field("device", settings.device);
+  if (settings.device == "cuda") out.field("gpu", torch.gpu_name);
+  out.field("torch", torch.torch_version).field("python", torch.python_version);
+  out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
+  out.field("sandbox", settings.sandbox_summary);
+  out.key("seconds").begin_object().field("worker_start", worker_start_seconds);
+  out.field("check", check_seconds).field("time", time_seconds).field("slot", slot_seconds);
+  out.field("slot_wait", slot_wait_seconds);
+  out.field("total", since(started)).end_object().end_object();
+  return outcome;
+}
+
+Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
+  if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
+  auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
+  if (!torch) return torch.status();
+  auto state = std::make_unique<State>();
+  state->harness = share_dir() + "/harness";
+  if (!settings.cache_dir.empty() && make_directories(settings.cache_dir + "/locks")) {
+    state->lock_dir = settings.cache_dir + "/locks";
+  }
+  if (settings.device == "cuda") {
+    state->devices = settings.gpus.empty() ? std::vector<std::string>{"0"} : settings.gpus;
+  } else {
+    state->devices = {"cpu"};
+  }
+  for (const auto& device : state->devices) {
+    state->lock_names.push_back(device_lock_name(
+        settings.device, device, [](const std::string& index) { return query_gpu_uuid(index); }));
+  }
+  auto root = make_private_dir(settings.scratch_dir, "cudaagent-filter");
+  if (!root) return root.status();
+  const std::string pattern = root.value();
+  state->root = pattern;
+  state->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
+  if (settings.run_as && ::chmod(pattern.c_str(), 0711) != 0) {
+    return Status::error("cannot open " + cudaagent::quoted(pattern) + " to the --run-as user: " +
+                         std::strerror(errno));
+  }
+  state->busy.assign(state->devices.size(), 0);
+  for (std::size_t i = 0; i < state->devices.size(); ++i) {
+    state->timing.push_back(std::make_unique<std::mutex>());
+  }
+  state->settings = std::move(settings);
+  state->torch = std::move(torch).value();
+  return TaskFilter(std::move(state));
+}
+
+TaskFilter::TaskFilter(std::unique_ptr<State> state) : state_(std::move(state)) {}
+TaskFilter::TaskFilter(TaskFilter&&) noexcept = default;
+TaskFilter& TaskFilter::operator=(TaskFilter&&) noexcept = default;
+TaskFilter::~TaskFilter() = default;
+
+FilterOutcome TaskFilter::run(const std::string& model_py) const { return state_->filter(model_py); }
+
+std::string TaskFilter::job_key(const std::string& model_py) const {
+  const FilterSettings& s = state_->settings;
+  const TorchEnv& torch = state_->torch;
+  Sha256 hash;
+  hash.add_part(kFilterRulesVersion).add_part(model_py).add_part(s.device);
+  hash.add_part(s.device == "cuda" ? torch.gpu_name : std::string());
+  hash.add_part(torch.torch_version).add_part(torch.python_version);
+  for (double number : {s.window_low_ms, s.window_high_ms, s.tolerance.atol, s.tolerance.rtol,
+                        s.timeout_seconds}) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", number);
+    hash.add_part(text);
+  }
+  hash.add_part(std::to_string(s.seed)).add_part(s.compile ? "compile" : "no-compile");
+  hash.add_part(std::to_string(s.timing_runs));
+  hash.add_part(s.device == "cpu" ? std::to_string(s.memory_limit_bytes) : std::string());
+  return hash.hex_digest();
+}
+
+const TorchEnv& TaskFilter::torch() const { return state_->torch; }
+const FilterSettings& TaskFilter::settings() const { return state_->settings; }
+
+}  // namespace cudaagent

@@ -1,0 +1,28 @@
+// A static filter over the candidate's C++/CUDA sources: calls of torch compute functions
+// (torch::matmul(...), at::conv2d(...)) where only the candidate's own kernels may compute. It is a
+// filter, not the defence (the attack catalog in tests/verify/): tensor methods and anything reached
+// indirectly are caught at run time by the operator audit and, on the GPU, by kernel provenance.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cudaagent {
+
+struct SourceFinding {
+  std::string file;
+  int line = 0;
+  std::string call;  // "torch::matmul"
+};
+
+// Scans every .cu/.cuh/.cpp/.h file of `files` (name -> bytes) for `at::NAME(` or `torch::NAME(`
+// with NAME outside `allowed`. Comments and string literals are skipped.
+std::vector<SourceFinding> scan_torch_calls(const std::map<std::string, std::string>& files,
+                                            const std::set<std::string>& allowed);
+
+// The default allowed names: allocation, options, types and namespaces.
+std::set<std::string> default_allowed_torch_calls();
+
+}  // namespace cudaagent

@@ -1,0 +1,50 @@
+// Exclusive use of one timing device (cudaagent(7), TIMING: one timing job per GPU at a time): an flock on
+// a file per device in the cache directory, so every cudaagent process on the machine — several
+// profile runs, an agent's loop, a batch job — takes turns, and a killed holder releases it with
+// its last descriptor. Key choice: advisory kernel locks, no daemon and no lock-file cleanup.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "cudaagent/base/status.h"
+
+namespace cudaagent {
+
+class DeviceLock {
+ public:
+  // Takes the lock on `name` ("gpu-0", "cpu") in `dir` (created 0700 if missing), waiting at most
+  // timeout_seconds. `waiting` is called once when the lock is busy, before the wait starts (a
+  // message for people). A Status when the file cannot be opened or the time ran out ("the lock
+  // 'dir/gpu-0.lock' is held by another timing job; gave up after 10 s").
+  static Result<DeviceLock> acquire(const std::string& dir, const std::string& name,
+                                    double timeout_seconds,
+                                    const std::function<void(const std::string&)>& waiting = {});
+
+  DeviceLock(DeviceLock&& other) noexcept;
+  DeviceLock& operator=(DeviceLock&& other) noexcept;
+  DeviceLock(const DeviceLock&) = delete;
+  DeviceLock& operator=(const DeviceLock&) = delete;
+  ~DeviceLock();  // releases
+
+  const std::string& path() const { return path_; }
+  double waited_seconds() const { return waited_; }
+
+ private:
+  DeviceLock(int fd, std::string path, double waited) : fd_(fd), path_(std::move(path)), waited_(waited) {}
+  int fd_ = -1;
+  std::string path_;
+  double waited_ = 0;
+};
+
+// The lock name of a device: "cpu" for the CPU; for a GPU its UUID ("gpu-GPU-1a2b..."), so that
+// every process that times on the same physical GPU takes the same lock whatever index it knows
+// it by (inside a Slurm job every GPU is device 0). `gpu_index` is a CUDA device index or UUID as
+// CUDA_VISIBLE_DEVICES or --gpus give it; `uuid_of` resolves an index (query_gpu_uuid in the
+// tools, a fake in tests). When it cannot, the name falls back to the index ("gpu-index-3") and
+// `note` says so: processes that disagree on indices may then overlap.
+std::string device_lock_name(const std::string& device, const std::string& gpu_index,
+                             const std::function<Result<std::string>(const std::string&)>& uuid_of,
+                             std::string* note = nullptr);
+
+}  // namespace cudaagent

@@ -1,0 +1,119 @@
+// The filter's judgement, apart from running anything: how a harness process ended, what its
+// report says, what its output files show (determinism, input dependence, degenerate values,
+// torch.compile against eager) and whether the eager time is in the window. Pure functions of
+// their arguments, so every rule is unit-tested without Python. Nothing the task process wrote is
+// trusted: reports are validated and bounded, outputs are judged here from their bytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cudaagent/base/status.h"
+#include "cudaagent/candidate/tensor_compare.h"
+#include "cudaagent/candidate/tensor_file.h"
+#include "cudaagent/sandbox/process.h"
+
+namespace cudaagent {
+
+// One reason a task was rejected. `check` is one of: load, interface, init, inputs, eager,
+// memory, timeout, crash, output, non_finite, all_zero, constant, determinism,
+// input_dependence, compile, eager_time.
+struct FilterReason {
+  std::string check;
+  std::string detail;
+  bool operator==(const FilterReason&) const = default;
+};
+
+// share/harness/filter_task.py's report.json, validated. Strings are cut to 2000 bytes.
+struct HarnessReport {
+  struct Error {
+    std::string phase;
+    std::string type;
+    std::string message;
+  };
+  struct Compile {
+    bool ok = false;
+    std::string error;
+    double seconds = 0;
+  };
+  std::string mode;   // "check" or "time"
+  std::string phase;  // the phase in progress, or the last one when done
+  bool done = false;
+  std::optional<Error> error;
+  std::string torch;
+  bool has_compile = false;
+  std::optional<bool> inputs_equal;  // check mode: the two input draws were identical
+  std::optional<Compile> compile;    // check mode, when torch.compile ran
+  std::int64_t warmup_calls = 0;     // time mode
+  double warmup_max_ms = 0;
+  std::vector<double> samples_ms;    // time mode: at most 1000 finite values >= 0
+};
+
+// Parses and validates a report: every field present with its type, `phase` one of the
+// harness's phases, numbers finite. A Status saying what is wrong otherwise.
+Result<HarnessReport> parse_harness_report(std::string_view json);
+
+// How one harness process ended, as the filter sees it.
+struct RunJudgement {
+  enum class End {
+    kCompleted,  // the report says done
+    kRejected,   // the task failed: `reasons` say how
+    kInfra,      // the machinery failed (the harness could not start or import torch): retry
+  };
+  End end = End::kInfra;
+  std::vector<FilterReason> reasons;
+  std::string infra_reason;
+  std::string phase;  // where the process was when it ended ("" without a report)
+};
+
+// Judges a harness process from its result and its report (nullopt with `report_problem` when
+// report.json was missing or invalid). An error in the task's phases is a reason named after the
+// phase (forward -> eager), or "memory" when the message is an allocation failure; a timeout is
+// "timeout"; a signal or an exit without a complete report is "crash" ("memory" for SIGKILL, the
+// OOM killer's signal). An error while importing torch, or no report at all, is infrastructure.
+RunJudgement judge_run(const ProcessResult& process, const std::optional<HarnessReport>& report,
+                       const std::string& report_problem);
+
+// The check job's outputs: out_a1 and out_a2 (the same inputs twice), out_b (other inputs).
+// Reasons: "output" (a value that is not a tensor, or no tensor at all), "non_finite",
+// "all_zero", "constant" (a tensor of more than one element, all equal), "determinism" (a1 and
+// a2 differ beyond `tolerance`), "input_dependence" (a1 and b match within `tolerance`).
+// `inputs_equal` (the harness's word) only adds a hint to the input_dependence detail.
+struct OutputJudgement {
+  std::vector<FilterReason> reasons;
+  // "bitwise", "within tolerance", "no"; empty when the outputs could not be compared.
+  std::string determinism;
+};
+OutputJudgement judge_outputs(const TensorTree& a1, const TensorTree& a2, const TensorTree& b,
+                              std::optional<bool> inputs_equal, const CompareOptions& tolerance);
+
+// torch.compile's output against eager's on the same inputs: empty when they match within
+// `tolerance`, else why not.
+std::string compare_compiled(const TensorTree& eager, const TensorTree& compiled,
+                             const CompareOptions& tolerance);
+
+struct EagerStats {
+  double median_ms = 0;
+  double min_ms = 0;
+  double mean_ms = 0;
+  double max_ms = 0;
+  std::int64_t runs = 0;
+};
+
+// Statistics of the timing samples. A Status when there are none.
+Result<EagerStats> eager_stats(const std::vector<double>& samples_ms);
+
+// The "eager_time" reason when the median is outside [low_ms, high_ms], else nullopt.
+std::optional<FilterReason> judge_window(const EagerStats& stats, double low_ms, double high_ms);
+
+// "skipped: torch 1.13 has no torch.compile" for a torch version below 2 ("1.13.0a0"), else
+// nullopt. Versions that do not parse are taken to have it.
+std::optional<std::string> compile_unavailable(std::string_view torch_version);
+
+// "0.0312 ms", "12.5 ms", "1235 ms": a duration for reasons, three significant digits below 1 s.
+std::string format_ms(double ms);
+
+}  // namespace cudaagent

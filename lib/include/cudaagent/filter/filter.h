@@ -1,0 +1,95 @@
+// The task filter (cudaagent-filter(1)): runs one synthesized task in the OS sandbox and decides whether
+// it is fit for training. Two harness jobs per task, each in a fresh forked child of a warm
+// harness worker (HarnessWorker: torch imported once per worker, not once per task): a check job
+// (build, eager forward on two input draws, torch.compile) that runs beside other tasks' check
+// jobs, then, for a task that passed, a timing job that holds its device's timing slot alone.
+// The trusted side (this code) reads their files and decides with lib/filter/checks.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudaagent/base/status.h"
+#include "cudaagent/candidate/tensor_compare.h"
+#include "cudaagent/filter/checks.h"
+#include "cudaagent/sandbox/process.h"
+#include "cudaagent/sandbox/runner.h"
+#include "cudaagent/sandbox/torch_env.h"
+
+namespace cudaagent {
+
+struct FilterSettings {
+  std::string device = "cuda";   // "cuda" or "cpu"
+  double window_low_ms = 1.0;    // the eager time window the median must fall in
+  double window_high_ms = 100.0;
+  // Tolerance for "two runs agree" (determinism) and "two input draws differ" (input
+  // dependence): the verifier's, so a kept task is one verification can judge.
+  CompareOptions tolerance;
+  bool compile = true;           // run torch.compile where torch has it
+  std::int64_t seed = 0;         // model init and the two input draws use seed, +1, +2
+  int timing_runs = 20;          // timed eager calls (fewer when they take over 2 s in all)
+  double timeout_seconds = 600;  // wall-clock limit of each harness job (a worker's start is not
+                                 // charged to it)
+  // RLIMIT_AS of each harness job on the CPU device (never with CUDA: the driver reserves
+  // address space of about twice the GPU memory). 0: none.
+  std::uint64_t memory_limit_bytes = std::uint64_t{16} << 30;
+  std::string python;            // interpreter; empty: the first python3 that imports torch
+  std::string cache_dir;         // torch discovery and the timing-slot locks
+  std::string scratch_dir = "/tmp";  // the workers' directories are created (0700) and removed here
+  bool keep_job_dirs = false;
+  // CUDA devices to spread tasks over (CUDA_VISIBLE_DEVICES values); empty: "0".
+  std::vector<std::string> gpus;
+  // Run the harness workers as this user (and make their output directories theirs).
+  std::optional<ProcessCredentials> run_as;
+  SandboxWrapper sandbox;  // empty: processes run unsandboxed
+  std::string sandbox_summary = "none";
+};
+
+// Bump when a rule, the harness protocol or the record changes, so stored results of older rules
+// are not reused.
+inline constexpr std::string_view kFilterRulesVersion = "filter-3";
+
+struct FilterOutcome {
+  // True when the machinery failed (the sandbox could not start, torch could not be imported):
+  // `infra_reason` says why and the task should be retried, not rejected.
+  bool infra = false;
+  std::string infra_reason;
+  bool kept = false;
+  std::string json;  // the value of the record's "filter" key
+};
+
+class TaskFilter {
+ public:
+  // Finds torch for settings.python (discovery cached in settings.cache_dir). A Status when no
+  // usable Python with torch exists, or --device cuda and torch sees no GPU.
+  static Result<TaskFilter> create(FilterSettings settings);
+
+  TaskFilter(TaskFilter&&) noexcept;
+  TaskFilter& operator=(TaskFilter&&) noexcept;
+  ~TaskFilter();
+
+  // Filters one task (model.py source). Thread-safe: tasks may run on many threads at once;
+  // each takes the least busy device and an idle worker for it (a new worker when none is idle,
+  // so there are as many workers as tasks ever ran at once; they live as long as this object),
+  // and that device's timing slot (an exclusive flock on <cache_dir>/locks/<device>.lock, so
+  // other filter runs on the machine wait too) for its timing job.
+  FilterOutcome run(const std::string& model_py) const;
+
+  // The content key of a task's result: a SHA-256 over the rules version, the source, every
+  // setting that can change the result, the torch and Python versions, the device and the GPU's
+  // name. Thread-safe.
+  std::string job_key(const std::string& model_py) const;
+
+  const TorchEnv& torch() const;
+  const FilterSettings& settings() const;
+
+ private:
+  struct State;
+  explicit TaskFilter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cudaagent

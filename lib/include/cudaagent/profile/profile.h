@@ -1,0 +1,117 @@
+// The profiler: one verified candidate in, one "profile" value out (cudaagent(7), TIMING). The
+// trusted side (this code) builds the candidate as verify does (a cache hit after verify) and times
+// it in the task's evaluation session (evaluation/evaluator.h) beside the baselines: eager and
+// torch.compile of the pristine task in a clean runner, and a "null" model that does no work, whose
+// time is the cost of a call itself. Rounds alternate the arms in a random order on the same fresh
+// inputs, on an exclusive device. Every call of every arm is timed by the session's owner on its
+// own clock and every candidate call's output is checked, so there is nothing for a candidate to
+// forge and no call of it that is timed but not judged. Baseline samples are cached by
+// task x device x torch x settings.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+
+#include "cudaagent/base/session.h"
+#include "cudaagent/base/status.h"
+#include "cudaagent/candidate/extension_build.h"
+#include "cudaagent/profile/gates.h"
+#include "cudaagent/profile/report.h"
+#include "cudaagent/profile/timing_stats.h"
+#include "cudaagent/records/result_store.h"
+#include "cudaagent/records/verdict.h"
+#include "cudaagent/evaluation/evaluator.h"
+#include "cudaagent/sandbox/setup.h"
+#include "cudaagent/sandbox/torch_env.h"
+
+namespace cudaagent {
+
+struct ProfileSettings {
+  std::string device = "cuda";          // "cuda", or "cpu" (no L2 flush)
+  std::string python;                   // empty: the first python3 that imports torch
+  std::string cache_dir;                // build objects, torch discovery, device locks
+  std::string scratch_dir = "/tmp";
+  bool keep_job_dirs = false;
+  BuildOptions build;
+  // torch.compile mode of the compile baseline: default, reduce-overhead, max-autotune,
+  // max-autotune-no-cudagraphs; "none" skips it. Torch without torch.compile: skipped, said so.
+  std::string compile_mode = "default";
+  int rounds = 10;                      // alternating rounds per arm
+  double round_ms = 20;                 // timed work per round and arm (sets calls per round)
+  int min_calls = 3;
+  int max_calls = 32;
+  double warmup_ms = 200;               // per arm, before any timed round
+  int warmup_calls = 3;
+  double atol = 1e-2;                   // tolerances of the checks (verify's defaults)
+  double rtol = 1e-2;
+  GateSettings flags;                   // speedup ceiling, roofline floor
+  double bandwidth_gbs = 4800;          // roofline floor (H200 HBM3e); 0 disables; CPU: not used
+  bool fresh_baselines = false;         // measure baselines even when the store has them
+  double load_timeout_seconds = 900;    // the task's session, a runner's start, a compile warm-up
+  double call_timeout_seconds = 60;     // one call
+  double lock_timeout_seconds = 3600;   // waiting for the device
+  SandboxHook sandbox;                  // not set: processes run unsandboxed
+  std::string sandbox_summary = "none";
+  std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
+  const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
+  BootstrapSettings bootstrap;
+};
+
+struct ProfileRequest {
+  std::string id;
+  std::string model_py;                      // the pristine task
+  std::string workspace_dir;                 // or:
+  std::map<std::string, std::string> files;  // relative name -> bytes
+};
+
+struct ProfileOutcome {
+  Verdict verdict = Verdict::kInfraError;  // PASS, or what the timing found (overrides verify's)
+  std::string reason;
+  std::string json;                        // the value of the record's "profile" key
+};
+
+class Profiler {
+ public:
+  // Finds torch (cached discovery) and prepares the private job root. A Status when no usable
+  // Python with torch exists, or --device cuda without a GPU.
+  static Result<Profiler> create(ProfileSettings settings);
+  Profiler(Profiler&&) noexcept;
+  Profiler& operator=(Profiler&&) noexcept;
+  ~Profiler();
+
+  // Profiles one candidate. Every failure of the candidate is a verdict in the outcome; machinery
+  // failures are INFRA_ERROR; a Status only when the request is unusable (unreadable workspace).
+  // `log` receives progress lines for people (device lock waits, baseline cache hits).
+  // A candidate flagged against baselines from the store is measured again beside fresh ones
+  // before the flag stands: stored baselines come from another moment of the machine, and an
+  // unpaired comparison must not cost an honest candidate its reward.
+  Result<ProfileOutcome> profile(const ProfileRequest& request,
+                                 const std::function<void(const std::string&)>& log = {});
+
+  // Baseline samples are cached in `store` (not owned; null: none) under stage
+  // "profile-baseline", keyed by baseline_key().
+  void use_store(ResultStore* store) { store_ = store; }
+  std::string baseline_key(const std::string& model_py) const;
+
+  const TorchEnv& torch() const { return torch_; }
+  const ProfileSettings& settings() const { return settings_; }
+
+ private:
+  Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator);
+  // One measurement; `flagged_on_stored` is set when it withheld reward with stored baselines.
+  Result<ProfileOutcome> profile_once(const ProfileRequest& request, bool use_store,
+                                      const std::function<void(const std::string&)>& log,
+                                      bool& flagged_on_stored);
+  ProfileSettings settings_;
+  TorchEnv torch_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::uint64_t jobs_ = 0;
+  ResultStore* store_ = nullptr;
+  std::string lock_name_;  // the device's lock, named at the first profile (by GPU UUID)
+};
+
+}  // namespace cudaagent

@@ -1,0 +1,71 @@
+// The behaviour every cudaagent program shares: the common flags from one function,
+// Slurm-aware sharding, signal handling, and the mapping of outcomes to exit codes. Each tool adds
+// its own flags to the same CLI11 app; defaults live in the options structs and --help shows them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cudaagent/base/session.h"
+#include "cudaagent/base/status.h"
+#include "cudaagent/base/version.h"
+
+namespace cudaagent {
+
+// This process handles records whose ordinal (0-based, over all non-blank input lines of all
+// inputs, in order) is congruent to `index` modulo `count`.
+struct ShardSpec {
+  std::uint64_t index = 0;
+  std::uint64_t count = 1;
+  bool owns(std::uint64_t ordinal) const { return ordinal % count == index; }
+};
+
+// "I/N" with 0 <= I < N. A usage error (Status) otherwise.
+Result<ShardSpec> parse_shard(std::string_view text);
+
+// The shard Slurm assigns an array task: SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN (0 when
+// unset) out of SLURM_ARRAY_TASK_COUNT. {0,1} when not in an array job; a Status if the values
+// are inconsistent. The arguments are the variables' values (nullptr when unset).
+Result<ShardSpec> shard_from_slurm(const char* task_id, const char* task_min, const char* task_count);
+
+struct CommonOptions {
+  std::vector<std::string> inputs;   // files; none or "-" means stdin
+  std::string output = "-";          // -o/--output
+  std::string errors;                // --errors FILE; empty: error records go with the records
+  std::string shard_text;            // --shard I/N, as given
+  ShardSpec shard;                   // resolved from --shard or Slurm's variables
+  std::string db;                    // --db: the SQLite store; empty: none
+  int jobs = 1;                      // --jobs
+  bool quiet = false;                // --quiet
+  std::int64_t max_bad_lines = 1000;             // --max-bad-lines; negative: no limit
+  std::uint64_t max_record_bytes = 64ull << 20;  // --max-record-bytes
+  // What `--version` lists besides the base and records areas' libraries: a stage's flag function
+  // appends the versions of the areas it links (libcurl, bubblewrap, ...).
+  VersionList versions;
+};
+
+// Adds -o, --errors, --shard, --db, --jobs, --quiet, --max-bad-lines, --max-record-bytes and the
+// positional INPUT... to `app`. `--version` and `--help` are added by run_tool.
+void add_common_flags(CLI::App& app, CommonOptions& options);
+
+// How a stage's run ended when it did not fail.
+enum class StageEnd {
+  kCompleted,   // every input record was handled: exit 0
+  kPipeClosed,  // the reader downstream went away: quiet exit 128+SIGPIPE
+};
+
+// Parses the command line, resolves the shard, installs handlers (SIGINT, SIGTERM, SIGHUP set the
+// session's stop signal; SIGPIPE ignored), builds the Session and runs `body`. Returns the exit
+// code: --help/--version 0 (printed on stdout); usage errors 2; a failed Status 1 (message on
+// stderr); a stop signal N, after the body returned, 128+N; StageEnd::kPipeClosed 141.
+// `common.versions` are added to --version's list (libraries only this program links).
+int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, int argc,
+             char** argv, const std::function<Result<StageEnd>(Session&)>& body);
+
+}  // namespace cudaagent

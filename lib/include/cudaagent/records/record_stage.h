@@ -1,0 +1,92 @@
+// The driver shared by every per-record stage: read records from the inputs, validate them, hand
+// each well-formed one to the stage, and write the record with the stage's key added (or an error
+// record), in input order. Malformed lines become error records; the bad-line cap, sharding,
+// progress, signals, --jobs worker threads and the "durable before released" hook are handled
+// here once.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "cudaagent/base/session.h"
+#include "cudaagent/base/status.h"
+#include "cudaagent/records/cli.h"
+
+namespace cudaagent {
+
+struct InputRecord {
+  simdjson::dom::object object;  // the parsed record (valid during process())
+  std::string_view text;         // its bytes
+  std::string_view source;       // input path, "-" for stdin
+  std::uint64_t line = 0;        // 1-based line within the source
+  std::string_view id;           // the record's "id" when it is a string, else empty
+};
+
+// What a stage decided for one record.
+struct RecordEdit {
+  enum class Kind {
+    kSetKey,       // write the record with the stage's key set to `value_json`
+    kPassThrough,  // write the record unchanged
+    kError,        // write an error record with `reason` instead of the record
+    kDrop,         // write nothing downstream: the stage filtered the record out (and keeps its
+                   // own account of it, e.g. in a side file written from before_release)
+  };
+  Kind kind = Kind::kPassThrough;
+  std::string value_json;
+  std::string reason;
+
+  static RecordEdit set_key(std::string json) { return {Kind::kSetKey, std::move(json), {}}; }
+  static RecordEdit pass_through() { return {Kind::kPassThrough, {}, {}}; }
+  static RecordEdit error(std::string why) { return {Kind::kError, {}, std::move(why)}; }
+  static RecordEdit drop() { return {Kind::kDrop, {}, {}}; }
+};
+
+class RecordStage {
+ public:
+  virtual ~RecordStage() = default;
+  // The stage's name in error records and its top-level key ("reward").
+  virtual std::string_view key() const = 0;
+  virtual RecordEdit process(const InputRecord& record) = 0;
+
+  // Work that computes one record's edit away from the driver's thread.
+  using Work = std::function<RecordEdit()>;
+  // For stages whose per-record work is slow and independent (a sandboxed process per record).
+  // Called in the driver's thread, in input order, before process(): a non-empty Work replaces
+  // process() for this record. With --jobs N > 1 the driver runs works on N worker threads while
+  // it reads on (at most 4 N records in flight) and still writes every output in input order;
+  // with --jobs 1 it runs each work at once in its own thread. A work must not refer to `record`
+  // (its memory is reused when prepare returns: copy what it needs) and must be safe to run
+  // beside other works and beside before_release(). On a stop signal, works not yet started are
+  // dropped and running ones are waited for. The default returns an empty Work.
+  virtual Work prepare(const InputRecord& record) {
+    (void)record;
+    return {};
+  }
+
+  // Called in the driver's thread before a batch of outputs is written downstream, once the
+  // works of every record in the batch have returned; a stage with a store commits here, so
+  // nothing is released that is not durable. A failure ends the run (exit 1).
+  virtual Status before_release() { return Status::ok(); }
+};
+
+struct StageCounts {
+  std::uint64_t records = 0;       // well-formed records handled by this shard
+  std::uint64_t edited = 0;        // records written with the stage's key set
+  std::uint64_t stage_errors = 0;  // records the stage turned into error records
+  std::uint64_t bad_lines = 0;     // malformed lines
+  std::uint64_t dropped = 0;       // records the stage filtered out (RecordEdit::kDrop)
+};
+
+// Runs `stage` over `options.inputs` (stdin when empty). Records of other shards are skipped.
+// Returns kCompleted after the whole input, kPipeClosed when the output's reader went away, or a
+// Status when the stage could not do its job (unreadable input, write error, too many bad lines,
+// before_release failed). On a stop signal it returns after flushing complete records.
+// `counts`, when given, receives the tallies.
+Result<StageEnd> run_record_stage(RecordStage& stage, const CommonOptions& options,
+                                  Session& session, StageCounts* counts = nullptr);
+
+}  // namespace cudaagent

@@ -1,0 +1,174 @@
+// From measured rounds to the "profile" value: statistics (paired when the baselines ran beside the
+// candidate, unpaired from the store), the gates that withhold reward, and the JSON that
+// cudaagent-reward reads (times_ms / speedup through timing_report.h, verdict overriding PASS).
+#include <cmath>
+
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/version.h"
+#include "cudaagent/profile/timing_report.h"
+#include "measurement.h"
+
+namespace cudaagent {
+namespace {
+
+std::string times(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3gx", x);
+  return text;
+}
+
+}  // namespace
+
+ProfileOutcome ProfileEvidence::decide() {
+  const ProfileSettings& s = *settings;
+  TimingReport report;
+  if (!baselines_cached) {
+    auto built = build_timing_report({baselines.eager, baselines.compile, candidate}, s.bootstrap);
+    if (!built) return finish(Verdict::kInfraError, "statistics: " + built.status().message());
+    report = std::move(built).value();
+  } else {
+    auto eager = summarize_times(baselines.eager, s.bootstrap);
+    auto cand = summarize_times(candidate, s.bootstrap);
+    if (!eager || !cand) {
+      return finish(Verdict::kInfraError, "statistics: " + (!eager ? eager : cand).status().message());
+    }
+    report.eager = eager.value();
+    report.candidate = cand.value();
+    report.speedup_eager = unpaired_speedup(report.eager, report.candidate);
+    if (!baselines.compile.empty()) {
+      auto compile = summarize_times(baselines.compile, s.bootstrap);
+      if (!compile) return finish(Verdict::kInfraError, "statistics: " + compile.status().message());
+      report.compile = compile.value();
+      report.speedup_compile = unpaired_speedup(*report.compile, report.candidate);
+    }
+  }
+  report_ = report;
+
+  // The gates. A gate that cannot be evaluated is an error of the machinery, never a silent pass.
+  std::vector<GateFinding> flags;
+  const auto add = [&](Result<GateFinding> flag) -> Status {
+    if (!flag) return flag.status();
+    flags.push_back(std::move(flag).value());
+    return Status::ok();
+  };
+  Status status = add(check_speedup_ceiling("eager", report.speedup_eager.median, s.flags.max_speedup));
+  if (status && s.device == "cuda" && s.bandwidth_gbs > 0) {
+    RooflineFacts facts;
+    facts.time_ms = report.candidate.median_ms;
+    facts.bytes = baselines.input_bytes + baselines.output_bytes;
+    facts.bandwidth_bytes_per_s = s.bandwidth_gbs * 1e9;
+    status = add(check_roofline_floor(facts, s.flags.roofline_slack));
+  }
+  if (status && s.device == "cuda") {
+    std::vector<double> sm, memory;
+    for (const auto& reading : clocks) {
+      if (!reading || reading.value().sm_mhz <= 0 || reading.value().memory_mhz <= 0) continue;
+      sm.push_back(reading.value().sm_mhz);
+      memory.push_back(reading.value().memory_mhz);
+    }
+    if (sm.size() >= 2) {
+      status = add(check_clock_stability("sm", sm, s.flags.max_clock_change));
+      if (status) status = add(check_clock_stability("memory", memory, s.flags.max_clock_change));
+    }
+  }
+  if (!status) return finish(Verdict::kInfraError, "gates: " + status.message());
+  flags_ = flags;
+  if (withholds_reward(flags)) return finish(Verdict::kFlagHack, withholding_reason(flags));
+  std::string reason = "timed: " + times(report.speedup_eager.median) + " over eager";
+  if (report.speedup_compile) reason += ", " + times(report.speedup_compile->median) + " over torch.compile";
+  return finish(Verdict::kPass, reason + " (every one of " + std::to_string(checked_calls) +
+                                    " candidate calls checked)");
+}
+
+ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
+  const ProfileSettings& s = *settings;
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().field("verdict", verdict_name(verdict)).field("reason", reason);
+  json.field("device", s.device).field("snapshot", snapshot_hash);
+  if (report_) {
+    write_timing_fields(json, *report_);
+    json.key("comparison").begin_object();
+    json.field("eager", speedup_comparison_name(compare_speedup(report_->speedup_eager)));
+    if (report_->speedup_compile) {
+      json.field("compile", speedup_comparison_name(compare_speedup(*report_->speedup_compile)));
+    }
+    json.end_object();
+  }
+  json.field("pairing", baselines_cached ? "unpaired: baselines from the store"
+                                         : "paired: baselines in alternating rounds");
+  json.key("baselines").begin_object().field(
+      "source", baselines_cached ? "store" : baselines.eager.empty() ? "not measured" : "measured");
+  json.field("key", baseline_key).field("stored", baselines_stored);
+  json.field("rechecked_after_stored_flag", rechecked);
+  json.field("calls_per_round", baselines.calls_per_round);
+  json.field("input_bytes", baselines.input_bytes).field("output_bytes", baselines.output_bytes);
+  json.key("compile").begin_object().field("mode", s.compile_mode);
+  json.field("status", baselines.compile_status.empty() ? std::string("not measured") : baselines.compile_status);
+  json.end_object();
+  if (baseline_mismatches > 0) {
+    json.field("mismatches", baseline_mismatches).field("note", baseline_notes);
+  }
+  json.end_object();
+  json.key("flags");
+  write_gate_findings(json, flags_);
+  json.key("checks").begin_object().field("calls", checked_calls).field("all_checked", true).end_object();
+  json.key("kernels").null();
+  json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
+  // The cost of a call itself: the null model's median per round, and what was removed from every
+  // sample (the null calls' 10th percentile).
+  json.key("call_cost").begin_object().key("round_medians_ms");
+  write_list(json, call_cost_ms);
+  json.field("removed_ms", call_cost_removed_ms).key("owner_ms").begin_object();
+  for (const auto& [name, ms] : owner_ms) json.field(name, ms);
+  json.end_object().end_object();
+  json.key("samples").begin_object().key("eager");
+  write_rounds(json, baselines.eager);
+  json.key("compile");
+  if (baselines.compile.empty()) {
+    json.null();
+  } else {
+    write_rounds(json, baselines.compile);
+  }
+  json.key("candidate");
+  write_rounds(json, candidate);
+  json.end_object();
+  json.key("gpu").begin_object();
+  if (!clocks.empty() && clocks.front()) {
+    json.field("name", clocks.front().value().name).field("driver", clocks.front().value().driver);
+  } else if (torch != nullptr && !torch->gpu_name.empty()) {
+    json.field("name", torch->gpu_name);
+  }
+  json.key("clocks").begin_array();
+  for (const auto& reading : clocks) {
+    if (!reading) {
+      json.begin_object().field("error", reading.status().message()).end_object();
+      continue;
+    }
+    json.begin_object().field("sm_mhz", reading.value().sm_mhz).field("memory_mhz", reading.value().memory_mhz);
+    json.field("temperature_c", reading.value().temperature_c).field("pstate", reading.value().pstate).end_object();
+  }
+  json.end_array().end_object();
+  json.key("sandbox").begin_object().field("launcher", s.sandbox_summary).key("layers").begin_array();
+  for (const auto& layer : sandbox_layers) json.value(layer);
+  json.end_array().end_object();
+  if (verdict != Verdict::kPass && !candidate_stderr.empty()) json.field("candidate_stderr", candidate_stderr);
+  json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
+  json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
+  json.field("max_speedup", s.flags.max_speedup);
+  json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
+  json.field("build_cached", build_cached).end_object();
+  json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());
+  if (torch != nullptr) {
+    json.field("torch", torch->torch_version).field("torch_cuda", torch->torch_cuda);
+    json.field("python", torch->python_version);
+  }
+  json.end_object();
+  json.key("timings_s").begin_object();
+  for (const auto& [phase, seconds] : timings) json.field(phase, seconds);
+  json.field("total", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  json.end_object().end_object();
+  return ProfileOutcome{verdict, std::move(reason), std::move(out)};
+}
+
+}  // namespace cudaagent

@@ -1,0 +1,254 @@
+// Profiling of one candidate. Order: snapshot and build (a cache hit after verify); the task's
+// evaluation session (its owner, the baseline runner unless the store has baselines, the
+// candidate's runner); the device lock; warm-up and alternating rounds (measurement.cpp); the
+// candidate's end (processes left behind, the audit); then the statistics and the gates.
+#include "cudaagent/profile/profile.h"
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/paths.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/base/version.h"
+#include "cudaagent/candidate/workspace.h"
+#include "cudaagent/device/device_lock.h"
+#include "cudaagent/device/gpu_query.h"
+#include "cudaagent/profile/timing_report.h"
+#include "measurement.h"
+
+namespace cudaagent {
+namespace fs = std::filesystem;
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+// Bump when the measurement protocol changes, so cached baselines of older rules are not reused.
+constexpr int kBaselineRules = 2;
+
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const auto cut = text.rfind('\n');
+  std::string line = cut == std::string::npos ? text : text.substr(cut + 1);
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
+}  // namespace
+
+Profiler::Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator)
+    : settings_(std::move(settings)), torch_(std::move(torch)), evaluator_(std::move(evaluator)) {}
+Profiler::Profiler(Profiler&&) noexcept = default;
+Profiler& Profiler::operator=(Profiler&&) noexcept = default;
+Profiler::~Profiler() = default;
+
+std::string Profiler::baseline_key(const std::string& model_py) const {
+  const ProfileSettings& s = settings_;
+  std::string material;
+  JsonWriter key(material);
+  key.begin_object().field("stage", "profile-baseline").field("rules", kBaselineRules);
+  key.field("harness", evaluator_->harness_hash()).field("task", sha256_hex(model_py));
+  key.field("device", s.device).field("gpu", torch_.gpu_name).field("torch", torch_.torch_version);
+  key.field("compile_mode", s.compile_mode).field("rounds", s.rounds).field("round_ms", s.round_ms);
+  key.field("min_calls", s.min_calls).field("max_calls", s.max_calls);
+  key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls).end_object();
+  return sha256_hex(material);
+}
+
+Result<Profiler> Profiler::create(ProfileSettings settings) {
+  if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
+  if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
+  settings.build.cuda = settings.device == "cuda";
+  if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
+    settings.build.cache_dir = settings.cache_dir + "/build";
+  }
+  auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
+  if (!torch) return torch.status();
+  EvaluationSettings evaluation;
+  evaluation.device = settings.device;
+  evaluation.cache_dir = settings.cache_dir;
+  evaluation.scratch_dir = settings.scratch_dir;
+  evaluation.keep_dirs = settings.keep_job_dirs;
+  evaluation.compile_mode = settings.compile_mode;
+  evaluation.atol = settings.atol;
+  evaluation.rtol = settings.rtol;
+  evaluation.load_timeout_seconds = settings.load_timeout_seconds;
+  evaluation.sandbox = settings.sandbox;
+  evaluation.candidate_user = settings.candidate_user;
+  evaluation.audit_fraction = settings.audit_fraction;
+  evaluation.stop = settings.stop;
+  auto evaluator = Evaluator::create(evaluation, torch.value());
+  if (!evaluator) return evaluator.status();
+  return Profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
+}
+
+Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
+                                         const std::function<void(const std::string&)>& log) {
+  bool flagged_on_stored = false;
+  auto outcome = profile_once(request, /*use_store=*/true, log, flagged_on_stored);
+  if (!outcome || !flagged_on_stored) return outcome;
+  if (log) log("flagged against stored baselines (" + outcome.value().reason.substr(0, 80) +
+               "); measuring again beside fresh baselines");
+  return profile_once(request, /*use_store=*/false, log, flagged_on_stored);
+}
+
+Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, bool use_store,
+                                              const std::function<void(const std::string&)>& log,
+                                              bool& flagged_on_stored) {
+  flagged_on_stored = false;
+  const auto started = SteadyClock::now();
+  const ProfileSettings& s = settings_;
+  const std::string share = share_dir();
+  std::string binding_cpp, registry_h;
+  if (!read_whole_file(share + "/workspace/binding.cpp", binding_cpp) ||
+      !read_whole_file(share + "/workspace/binding_registry.h", registry_h)) {
+    return Status::error("cannot read the pristine binding files in '" + share + "/workspace'");
+  }
+  const ProtectedFiles protected_files = standard_protected_files(request.model_py, binding_cpp, registry_h);
+  ProfileEvidence evidence;
+  evidence.settings = &s;
+  evidence.torch = &torch_;
+  evidence.started = started;
+  evidence.rechecked = !use_store;
+
+  // 1. Snapshot and build, as verify does (the objects are in the build cache by now).
+  auto snapshot = request.workspace_dir.empty()
+                      ? snapshot_from_files(request.files, SnapshotLimits{}, protected_files)
+                      : snapshot_workspace(request.workspace_dir, SnapshotLimits{}, protected_files);
+  if (!snapshot) return snapshot.status();
+  evidence.snapshot_hash = snapshot.value().content_hash;
+  if (!snapshot.value().findings.empty() || !snapshot.value().files.count("model_new.py")) {
+    const std::string why = snapshot.value().findings.empty()
+                                ? "the candidate has no model_new.py"
+                                : snapshot.value().findings.front().rule + ": " + snapshot.value().findings.front().path;
+    return evidence.finish(Verdict::kRejectPolicy, why + " (run cudaagent-verify first)");
+  }
+  const std::string job_dir = evaluator_->candidate_root() + "/job-" + std::to_string(++jobs_);
+  const std::string work = job_dir + "/work";
+  RemovedTree remove_job(job_dir, s.keep_job_dirs);
+  if (!make_directories(job_dir, s.candidate_user ? 0755 : 0700)) {
+    return evidence.finish(Verdict::kInfraError, "cannot prepare " + cudaagent::quoted(job_dir));
+  }
+  if (auto status = materialize(snapshot.value(), protected_files, work); !status) {
+    return evidence.finish(Verdict::kInfraError, status.message());
+  }
+  evaluator_->launch_workers();
+  auto opening = std::async(std::launch::async, [this, &request] { return evaluator_->open_task(request.model_py); });
+  auto phase = SteadyClock::now();
+  BuildOptions build_options = s.build;
+  if (s.sandbox) build_options.runner = sandboxed_build_runner(s.sandbox, work, build_options.cache_dir);
+  auto built = build_extension(work, work, torch_, build_options);
+  evidence.timings.emplace_back("build", since(phase));
+  phase = SteadyClock::now();
+  auto task = opening.get();
+  evidence.timings.emplace_back("task_wait_after_build", since(phase));
+  if (!built) return evidence.finish(Verdict::kInfraError, "build machinery: " + built.status().message());
+  evidence.build_cached = !built.value().steps.empty();
+  for (const auto& step : built.value().steps) evidence.build_cached = evidence.build_cached && step.cached;
+  if (!built.value().ok) {
+    return evidence.finish(Verdict::kFailCompile, "the build failed: " +
+                                                      last_line(built.value().diagnostics.empty()
+                                                                    ? built.value().log
+                                                                    : built.value().diagnostics));
+  }
+  if (!task) return evidence.finish(Verdict::kInfraError, task.status().message());
+  evidence.baselines.input_bytes = task.value().input_bytes;
+  evidence.baselines.output_bytes = task.value().output_bytes;
+  evidence.task_layout_json = task.value().layout_json;
+
+  // 2. Cached baselines, when the store has them.
+  evidence.baseline_key = baseline_key(request.model_py);
+  std::optional<BaselineSamples> cached;
+  if (store_ != nullptr && use_store && !s.fresh_baselines) {
+    auto stored = store_->find(evidence.baseline_key);
+    if (!stored) return stored.status();
+    if (stored.value()) {
+      auto parsed = parse_baseline(*stored.value());
+      if (parsed) {
+        cached = std::move(parsed).value();
+        if (log) log("baselines from the store (" + evidence.baseline_key.substr(0, 12) + ")");
+      } else if (log) {
+        log("ignoring a malformed cached baseline: " + parsed.status().message());
+      }
+    }
+  }
+
+  // 3. The runners: the baseline's (eager, compile, null: always, for the cost of a call) and
+  // the candidate's.
+  phase = SteadyClock::now();
+  auto baseline = evaluator_->attach_baseline();
+  if (!baseline) return evidence.finish(Verdict::kInfraError, "baseline runner: " + baseline.status().message());
+  if (!baseline.value().ok) {
+    return evidence.finish(Verdict::kInfraError, "the baseline runner did not start: " + baseline.value().problem);
+  }
+  auto start = evaluator_->attach_candidate(work);
+  evidence.timings.emplace_back("runners_start", since(phase));
+  if (!start) return evidence.finish(Verdict::kInfraError, "candidate runner: " + start.status().message());
+  if (!start.value().ok) {
+    if (start.value().ended) {
+      const std::string& err = start.value().ended->err;
+      evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
+    }
+    return evidence.finish(Verdict::kFailRuntime, "the candidate did not start: " + start.value().problem);
+  }
+  evidence.sandbox_layers = start.value().sandbox_layers;
+
+  // 4. The device, exclusively, for the rounds.
+  phase = SteadyClock::now();
+  const std::string gpu_index = visible_gpu_index(std::getenv("CUDA_VISIBLE_DEVICES"));
+  if (lock_name_.empty()) {
+    std::string note;
+    lock_name_ = device_lock_name(s.device, gpu_index, [](const std::string& index) { return query_gpu_uuid(index); }, &note);
+    if (!note.empty() && log) log(note);
+  }
+  auto acquired = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log);
+  if (!acquired) return evidence.finish(Verdict::kInfraError, acquired.status().message());
+  std::optional<DeviceLock> lock(std::move(acquired).value());
+  evidence.timings.emplace_back("device_lock_wait", since(phase));
+  if (s.device == "cuda") evidence.clocks.push_back(query_gpu(gpu_index));
+  phase = SteadyClock::now();
+  Measurement measurement(s, *evaluator_, evidence);
+  Status measured = measurement.run(cached, baseline.value().ready_json.find("\"compile\"") != std::string::npos);
+  evidence.timings.emplace_back("rounds", since(phase));
+  if (s.device == "cuda") evidence.clocks.push_back(query_gpu(gpu_index));
+  lock.reset();  // the device is free before the candidate's end and the statistics
+
+  // 5. The candidate's end: what it left running, what the audit saw.
+  auto end = evaluator_->end_candidate();
+  if (!measured) return evidence.finish(Verdict::kInfraError, measured.message());
+  if (end) {
+    const std::string& err = end.value().process.err;
+    evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
+  }
+  if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
+  // 6. Baselines measured here are stored for the next iterations (only when complete and sound).
+  if (store_ != nullptr && use_store && !cached && evidence.baselines_sound) {
+    const StoredResult row{evidence.baseline_key, "profile-baseline", request.id,
+                           baseline_json(evidence.baselines)};
+    if (auto put = store_->put_batch(std::span<const StoredResult>(&row, 1)); !put) {
+      if (log) log("baselines not stored: " + put.status().message());
+    } else {
+      evidence.baselines_stored = true;
+    }
+  }
+  ProfileOutcome outcome = evidence.decide();
+  flagged_on_stored = cached.has_value() && outcome.verdict == Verdict::kFlagHack;
+  // The times stand in the record either way (the A-A benchmark times the task's own Model as a
+  // candidate); what the runner's end showed decides the verdict over the gates.
+  if (end && end.value().process.stray_processes > 0) {
+    return evidence.finish(Verdict::kFlagHack, "the candidate left " + std::to_string(end.value().process.stray_processes) +
+                                                   " process(es) running after its calls (ended by the worker)");
+  }
+  if (end && !end.value().forbidden_ops.empty()) {
+    return evidence.finish(Verdict::kRejectPolicy, "the candidate ran torch compute operators in forward (" +
+                                                       end.value().forbidden_ops.begin()->first + ", ...)");
+  }
+  return outcome;
+}
+
+}  // namespace cudaagent
