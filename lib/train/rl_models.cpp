@@ -12,9 +12,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "cudaagent/json_writer.h"
-#include "cudaagent/paths.h"
-#include "cudaagent/session.h"
+#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/session.h"
 #include "cudaagent/train/rl_math.h"
 #include "cudaagent/train/rl_tensor_io.h"
 
@@ -135,6 +135,18 @@ struct ToyCheckpoint {
   std::string head;
   NamedTensors tensors;
 };
+
+// Whether `directory` holds a toy checkpoint rather than a Hugging Face one (a directory without a
+// readable config.json counts as a toy, whose reader then says what is wrong).
+bool is_toy_directory(const std::string& directory) {
+  std::string text;
+  if (!read_whole_file(directory + "/config.json", text)) return true;
+  simdjson::dom::parser parser;
+  simdjson::dom::object config;
+  std::string_view model_type;
+  if (parser.parse(text).get(config) || config["model_type"].get_string().get(model_type)) return true;
+  return model_type == kToyModelType;
+}
 
 // Reads a directory's config.json; `model_type` is set even when it is not the toy's.
 Result<ToyCheckpoint> read_toy_checkpoint(const std::string& directory) {
@@ -299,6 +311,7 @@ Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec,
     if (!config) return config.status();
     return std::unique_ptr<PolicyModel>(new ToyPolicyModel(config.value(), device));
   }
+  if (!is_toy_directory(spec)) return load_causal_lm_policy(spec, device);
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
   if (checkpoint.value().head != "lm")
@@ -320,6 +333,7 @@ Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c1
     Trunk trunk = make_trunk(config.value(), generator, device);
     return std::unique_ptr<ValueModel>(new ToyValueModel(config.value(), std::move(trunk), device));
   }
+  if (!is_toy_directory(spec)) return load_causal_lm_value(spec, device);
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
   auto trunk = trunk_from(checkpoint.value(), device);

@@ -11,14 +11,16 @@
 #   tests/gpu/train/ppo_bench.sh --smoke BIN_DIR OUT_DIR   on the CPU: the toy model, tiny sizes;
 #                                                          the Python side only if transformers is there
 #
-# BIN_DIR holds cudaagent-train and cudaagent-test-trajectories built against the machine's CUDA
-# torch, e.g. (the GPU machine's pip torch; the other dependencies as scripts/setup.sh installs):
-#   cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDAAGENT_TRAIN=ON \
-#     -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-#   cmake --build build/gpu --target cudaagent-train cudaagent-test-trajectories
-# The C++ side loads the model directory through load_causal_lm / load_value_model, so it needs the
-# Qwen2 implementation of cudaagent-train part 1 linked in; CPP_ACTOR overrides what it trains
-# (for instance a toy spec, to time the machinery alone).
+# On the GPU, BIN_DIR is the cudaagent-train build of tests/gpu/train/parity.sh (against the
+# libtorch inside the machine's PyTorch wheel; LD_LIBRARY_PATH must name torch's lib directory and
+# the build's extra-lib, as parity.sh sets them), e.g. in one device call:
+#   PARITY_BUILD_DIR=build/gpu-train PARITY_BUILD_ONLY=1 tests/gpu/train/parity.sh $OUT/parity
+#   tests/gpu/train/ppo_bench.sh build/gpu-train/bin $OUT/ppo
+# The data and the random Qwen2-0.5B-shaped model come from ppo_update_reference.py (make-data,
+# make-model), so the GPU machine needs no test programs. Both sides train that same Hugging Face
+# directory: cudaagent-train through train::CausalLm (float32 weights and AdamW, per-layer
+# recomputation), Python in PRECISION. CPP_ACTOR overrides what the C++ side trains (for instance
+# a toy spec, to time the machinery alone).
 # Sizes (environment): ROWS=64 trajectories per iteration, ITERATIONS=3, PROMPT=512,
 # RESPONSE=1536 tokens (TURNS=4 turns, the last fifth of each but the last an observation),
 # MINI=16, MICRO=2, EPOCHS=1, PRECISION=bf16 (Python side), PYTHON=python3.
@@ -52,8 +54,18 @@ if ! "$python" -c 'import torch, transformers' 2>/dev/null; then
   have_python_side=0
 fi
 
-"$bin/cudaagent-test-trajectories" random --rows $((rows * iterations)) --prompt "$prompt" \
-  --response "$response" --turns "$turns" --vocab "$vocab" --seed 1 >"$out/data.jsonl"
+if ((smoke)); then
+  "$bin/cudaagent-test-trajectories" random --rows $((rows * iterations)) --prompt "$prompt" \
+    --response "$response" --turns "$turns" --vocab "$vocab" --seed 1 >"$out/data.jsonl"
+else
+  "$python" "$here/ppo_update_reference.py" make-data --rows $((rows * iterations)) --prompt "$prompt" \
+    --response "$response" --turns "$turns" --vocab "$vocab" --seed 1 >"$out/data.jsonl"
+fi
+# A parity.sh build finds the libraries the machine lacks in its extra-lib, and torch's in the wheel.
+if [[ -d $bin/../extra-lib ]]; then
+  torch_lib=$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  export LD_LIBRARY_PATH=$bin/../extra-lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 if ((have_python_side)) && [[ ! -f $out/model/config.json ]]; then
   "$python" "$here/ppo_update_reference.py" make-model --shape "$shape" --out "$out/model" >"$out/model.json"
 fi

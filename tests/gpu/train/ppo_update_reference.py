@@ -42,6 +42,25 @@ def make_model(args):
     print(json.dumps({"model": args.out, "parameters": sum(p.numel() for p in model.parameters())}))
 
 
+def make_data(args):
+    """Random trajectories in cudaagent-test-trajectories' `random` layout (turns of equal length,
+    the last fifth of every turn but the last an observation), for machines without the tests."""
+    generator = torch.Generator().manual_seed(args.seed)
+    turn_length = args.response // max(args.turns, 1)
+    for r in range(args.rows):
+        prompt = torch.randint(0, args.vocab, (args.prompt,), generator=generator).tolist()
+        response = torch.randint(0, args.vocab, (args.response,), generator=generator).tolist()
+        logprobs = (torch.rand(args.response, generator=generator) * -3.0 - 1e-3).tolist()
+        mask = [1] * args.response
+        for turn in range(args.turns - 1):
+            for j in range(turn_length * turn + turn_length * 4 // 5, turn_length * (turn + 1)):
+                mask[j], logprobs[j] = 0, 0.0
+        reward = [-1.0, 1.0, 2.0, 3.0][int(torch.randint(0, 4, (1,), generator=generator))]
+        print(json.dumps({"id": f"r{r}", "trajectory": {
+            "prompt_ids": prompt, "response_ids": response, "loss_mask": mask, "logprobs": logprobs,
+            "finish_reason": "stop"}, "reward": {"value": reward}}))
+
+
 def read_trajectories(path):
     with open(path) as f:
         for line in f:
@@ -220,6 +239,10 @@ def main():
     make.add_argument("--shape", choices=sorted(SHAPES), default="qwen2-0.5b")
     make.add_argument("--out", required=True)
     make.add_argument("--seed", type=int, default=1)
+    data = sub.add_parser("make-data")
+    for name, default in [("rows", 64), ("prompt", 512), ("response", 1536), ("turns", 4),
+                          ("vocab", 151936), ("seed", 1)]:
+        data.add_argument(f"--{name}", type=int, default=default)
     run = sub.add_parser("train")
     run.add_argument("--model", required=True)
     run.add_argument("--data", required=True)
@@ -234,7 +257,7 @@ def main():
     run.add_argument("--gradient-checkpointing", action="store_true")
     run.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    make_model(args) if args.command == "make-model" else train(args)
+    {"make-model": make_model, "make-data": make_data, "train": train}[args.command](args)
 
 
 if __name__ == "__main__":

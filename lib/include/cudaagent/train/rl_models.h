@@ -2,8 +2,8 @@
 // "toy:k=v,..." for the small built-in model the tests train on the CPU) becomes a PolicyModel or a
 // ValueModel. The toy model is an embedding, a causal mean of the embeddings and a two-layer
 // MLP; it exists so the whole RL machinery is tested without a large model. A directory's
-// config.json "model_type" picks the implementation: "cudaagent-toy" here; Hugging Face model
-// types join through the same function when their loader is linked in.
+// config.json "model_type" picks the implementation: "cudaagent-toy" is the toy, anything else
+// goes to train::CausalLm (qwen2, llama).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "cudaagent/status.h"
+#include "cudaagent/base/status.h"
 #include "cudaagent/train/policy.h"
 
 namespace cudaagent {
@@ -55,12 +55,22 @@ class ToyPolicyModel : public PolicyModel {
   std::unique_ptr<Weights> weights_;
 };
 
-// Loads an actor (or reference) model: a directory written by PolicyModel::save, or a toy spec.
+// Loads an actor (or reference) model: a directory written by PolicyModel::save, a Hugging Face
+// Qwen2/Llama checkpoint directory, or a toy spec.
 Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device);
 
 // Loads a critic: a directory written by ValueModel::save, or, from a causal LM's directory or
 // spec, that model's trunk with a new value head initialised to zero (so the first values are 0).
 Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device);
+
+// The models over train::CausalLm (lib/train/rl_causal_lm.cpp), for a directory whose config.json
+// names a Hugging Face model type. The value model is the trunk plus a linear head on the final
+// hidden states, read from value_head.safetensors when the directory has one (a critic this code
+// saved), else new and zero.
+Result<std::unique_ptr<PolicyModel>> load_causal_lm_policy(const std::string& directory,
+                                                           c10::Device device);
+Result<std::unique_ptr<ValueModel>> load_causal_lm_value(const std::string& directory,
+                                                         c10::Device device);
 
 // "cpu", "cuda", "cuda:1".
 Result<c10::Device> parse_device(const std::string& name);
