@@ -13,6 +13,7 @@ packages=(
   bubblewrap libseccomp-dev                            # the sandbox for candidate code
   python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)
   libpcre2-dev libutf8proc-dev libmicrohttpd-dev       # cudaagent-train: tokenizer, HTTP server
+  libgloo-dev                                          # cudaagent-train's CPU data parallelism
 )
 
 missing=()

@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 for dep in simdjson torch PCRE2 utf8proc libmicrohttpd; do
   grep -q "$dep:" "$scratch/version" || fail "--version lacks $dep"
 done
-for command in serve tokenize logprobs bench; do
+for command in serve tokenize logprobs bench rft value ppo; do
   grep -q "^  $command" "$scratch/help" || fail "--help lacks the $command subcommand"
   "$bin/$tool" "$command" --help >>"$scratch/help" || fail "$command --help exited $?"
 done
