@@ -8,6 +8,7 @@
 // worker's answer only says how the child ended; verdicts come from files the trusted side reads.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -28,6 +29,11 @@ struct HarnessWorkerOptions {
   std::function<Result<SandboxCommand>(const ProcessSpec&)> wrap;
   std::string log_path;               // the worker's own stderr (appended)
   double start_timeout_seconds = 300;  // interpreter start plus the preloads
+  // A stop request to honour (Session::stop_signal; null: none). Once it is non-zero, a job, a
+  // session or a start that is waiting ends within kStopPollSeconds: the worker is killed with
+  // everything in its sandbox, and the call returns stopped_status() — never a result, since a
+  // job cut short has no outcome to judge.
+  const std::atomic<int>* stop = nullptr;
 };
 
 struct HarnessJob {
@@ -120,6 +126,11 @@ class HarnessWorker {
  private:
   friend class HarnessSession;
   std::string request_json(const HarnessJob& job, const std::string& nonce, bool interactive) const;
+  bool stopping() const { return options_.stop != nullptr && options_.stop->load() != 0; }
+  Status stop_here() {   // kills the worker; the Status a stopped call returns
+    process_.reset();
+    return stopped_status(options_.stop->load());
+  }
   Status start();        // launch() and wait for the greeting
   Status await_ready();  // read the greeting of the launched worker
   HarnessWorkerOptions options_;

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -51,6 +52,11 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess();
 
+  // Makes send() and receive_line() honour a stop request (Session::stop_signal; null: none):
+  // once it is non-zero they return stopped_status() within kStopPollSeconds instead of waiting
+  // on. The child is left running: the caller decides (kill() ends it at once).
+  void watch_stop(const std::atomic<int>* stop) { stop_ = stop; }
+
   // Writes all of `bytes` to the child's stdin within the time given. A failed Status when the
   // child stopped reading or the time ran out (SIGPIPE never reaches the caller).
   Status send(std::string_view bytes, double timeout_seconds);
@@ -85,6 +91,7 @@ class Subprocess {
   int stdout_fd_ = -1;
   std::string pending_;  // bytes after the last complete line
   int stderr_fd_ = -1;   // the kept stderr (a memfd), else -1
+  const std::atomic<int>* stop_ = nullptr;
 };
 
 }  // namespace cudaagent
