@@ -74,10 +74,11 @@ struct Run {
   std::string out;
   cudaagent::StageCounts counts;
   bool completed = false;
+  bool stopped = false;
 };
 
 Run run_stage(cudaagent::RecordStage& stage, const std::string& input, int jobs,
-              const std::atomic<int>& stop) {
+              std::atomic<int>& stop) {
   TempDir dir;
   cudaagent::testing::write_file(dir.file("in.jsonl"), input);
   cudaagent::CommonOptions options;
@@ -92,7 +93,10 @@ Run run_stage(cudaagent::RecordStage& stage, const std::string& input, int jobs,
   auto end = cudaagent::run_record_stage(stage, options, session, &run.counts);
   REQUIRE(end.is_ok());
   run.completed = end.value() == cudaagent::StageEnd::kCompleted;
-  run.out = cudaagent::testing::read_file(dir.file("out.jsonl"));
+  // A stopped run keeps what it finished under out.jsonl.partial, never under out.jsonl.
+  run.stopped = stop.load() != 0;
+  CHECK(std::filesystem::exists(dir.file("out.jsonl")) == !run.stopped);
+  run.out = cudaagent::testing::read_file(dir.file(run.stopped ? "out.jsonl.partial" : "out.jsonl"));
   return run;
 }
 
