@@ -338,7 +338,7 @@ Result<StageEnd> run_dedup(DedupOptions& options, Session& session) {
   auto end = run_record_stage(stage, options.common, session, &counts);
   if (!end) return end;
   if (dropped && end.value() == StageEnd::kCompleted) {
-    if (Status committed = dropped->commit(); !committed) return committed;
+    if (auto finished = finish_sink(*dropped, session); !finished) return finished;
   }
   const Tally& tally = stage.tally();
   session.log.info(

@@ -103,6 +103,7 @@ class FilterStage final : public RecordStage {
     }
     return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key)] {
       FilterOutcome outcome = filter_.run(source);
+      if (outcome.stopped) return RecordEdit::interrupted();  // no result: a re-run does it
       if (outcome.infra) {
         ++failed_;
         session_.log.warn(cudaagent::quoted(id) + ": could not be filtered: " + outcome.infra_reason);
@@ -277,6 +278,7 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
     if (!user) return user.status();
     settings.run_as = user.value();
   }
+  settings.stop = &session.stop_signal;
   if (settings.device == "cuda") {
     settings.gpus = resolve_gpus(options.gpus);
     if (settings.gpus.empty()) return Status::error("--device cuda, but no GPU was found (see --gpus)");

@@ -18,6 +18,7 @@ struct ProfileOptions {
   SandboxFlags sandbox;
   bool brief = false;         // --brief: a few plain lines per workspace instead of records
   bool kernel_trace = false;  // --kernel-trace: the injection library installed beside the programs
+  bool remeasure = false;     // --remeasure: time candidates even when the store has their profile
 };
 
 void add_profile_flags(CLI::App& app, ProfileOptions& options);
