@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -77,6 +78,7 @@ class FilterStage final : public RecordStage {
       : filter_(filter), store_(store), kept_only_(kept_only), session_(session) {}
 
   std::string_view key() const override { return "filter"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override { return prepare(record)(); }
 
@@ -312,7 +314,7 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
   }
   FilterStage stage(filter.value(), store ? &*store : nullptr, options.kept_only, session);
   auto end = run_record_stage(stage, options.common, session);
-  if (end) stage.summarize();
+  if (end && end.value() == StageEnd::kCompleted && session.stop_signal.load() != SIGPIPE) stage.summarize();
   return end;
 }
 

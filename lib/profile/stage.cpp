@@ -64,6 +64,7 @@ class ProfileStage final : public RecordStage {
   ProfileStage(Profiler& profiler, ResultStore* store, bool remeasure, Session& session)
       : profiler_(profiler), store_(store), remeasure_(remeasure), session_(session) {}
   std::string_view key() const override { return "profile"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override {
     std::string_view verdict;

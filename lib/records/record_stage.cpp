@@ -179,9 +179,13 @@ class Driver {
 
     Result<StageEnd> end = read_all();
     const bool completed = end && end.value() == StageEnd::kCompleted && !stopping();
-    // Whatever happened, every record that is final is written.
+    // Whatever happened, every record that is final is written, unless nobody reads any more.
     finish_slots(!completed);
-    if (auto released = release(); !released) {
+    const bool reader_gone = (end && end.value() == StageEnd::kPipeClosed) ||
+                             session_.stop_signal.load() == SIGPIPE;
+    if (reader_gone) {
+      end = StageEnd::kPipeClosed;
+    } else if (auto released = release(); !released) {
       if (end) end = released;
     } else if (released.value() == StageEnd::kPipeClosed && end) {
       end = released;
@@ -196,9 +200,7 @@ class Driver {
       if (errors_) keep_partial(*errors_);
     }
     // A closed pipe downstream ends quietly.
-    const bool pipe_closed = (end && end.value() == StageEnd::kPipeClosed) ||
-                             session_.stop_signal.load() == SIGPIPE;
-    if (!pipe_closed) summarize(session_.clock.now_seconds() - start);
+    if (!reader_gone) summarize(session_.clock.now_seconds() - start);
     return end;
   }
 
@@ -247,7 +249,9 @@ class Driver {
         if (auto end = handle(line, reader.name()); !end || end.value() != StageEnd::kCompleted) {
           return end;
         }
-        if (pending_records_ >= kReleaseRecords || out_pending_.size() >= kReleaseBytes) {
+        if (stage_.slow_records() && !slots_.empty()) drain(0);  // works that are done
+        if (pending_records_ >= kReleaseRecords || out_pending_.size() >= kReleaseBytes ||
+            (stage_.slow_records() && pending_records_ > 0)) {
           if (auto end = release(); !end || end.value() != StageEnd::kCompleted) return end;
         }
         tick();

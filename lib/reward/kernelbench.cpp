@@ -3,6 +3,8 @@
 // derived from the profile's coefficient of variation (cv x mean); -1.0 stands for "not timed".
 #include "cudaagent/reward/kernelbench.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <set>
 
@@ -113,7 +115,7 @@ Result<std::vector<std::string>> KernelBenchExport::write(const std::string& dir
   const auto write = [&](const fs::path& path, const std::string& text) -> Status {
     std::error_code error;
     fs::create_directories(path.parent_path(), error);
-    if (error || !write_file_atomically(path.string(), text)) {
+    if (error || !write_file_atomically(path.string(), text) || ::chmod(path.c_str(), 0644) != 0) {
       return Status::error("cannot write " + cudaagent::quoted(path.string()));
     }
     written.push_back(path.string());

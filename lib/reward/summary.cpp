@@ -1,6 +1,8 @@
 // The summary's figures, its text and JSON forms, and its plots.
 #include "cudaagent/reward/summary.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -317,7 +319,10 @@ Result<std::vector<std::string>> ResultSummary::write_plots(const std::string& d
   std::vector<std::string> written;
   for (const auto& [name, svg] : files) {
     const std::string path = (std::filesystem::path(dir) / name).string();
-    if (!write_file_atomically(path, svg)) return Status::error("cannot write " + cudaagent::quoted(path));
+    // For people to open: readable like any other file they make (0644).
+    if (!write_file_atomically(path, svg) || ::chmod(path.c_str(), 0644) != 0) {
+      return Status::error("cannot write " + cudaagent::quoted(path));
+    }
     written.push_back(path);
   }
   return written;

@@ -52,6 +52,7 @@ class VerifyStage final : public RecordStage {
  public:
   VerifyStage(Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
   std::string_view key() const override { return "verify"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override {
     auto source = read_candidate_record(record.object);

@@ -6,9 +6,11 @@
 //
 // What the driver guarantees:
 //   Order and streaming. Outputs keep input order. A record is written the moment it and every
-//     record before it are final: to a pipe or terminal at once (flushed), to a file in blocks of
-//     up to 512 records or 1 MiB. The driver never sits in a read while a finished record waits,
-//     so the first record of a slow stage reaches the next stage as soon as it is done.
+//     record before it are final: to a pipe or terminal flushed at once, to a file in blocks. A
+//     fast stage batches while more input is already buffered (up to 512 records or 1 MiB, a
+//     fraction of a second); a slow one (slow_records()) releases every record as it becomes
+//     final. The driver never sits in a read while a finished record waits, so the first record
+//     of a slow stage reaches the next stage as soon as it is done.
 //   Stops. On a stop request (Session::stop_signal: SIGINT, SIGTERM, SIGHUP, or the reader
 //     downstream going away, which the driver notices without writing) works not yet started are
 //     dropped, running ones are expected to end within a fraction of a second (the lower layers
@@ -86,6 +88,11 @@ class RecordStage {
     (void)record;
     return {};
   }
+
+  // True for a stage whose records can each take long (a sandboxed run per record): the driver
+  // then releases every record as soon as it is final, instead of batching while more input is
+  // buffered. Fast stages (reward, dedup) keep the default and write in blocks.
+  virtual bool slow_records() const { return false; }
 
   // Called in the driver's thread before a batch of outputs is written downstream, once the
   // works of every record in the batch have returned; a stage with a store commits here, so
