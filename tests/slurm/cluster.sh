@@ -48,7 +48,7 @@ head -c 1024 /dev/urandom >"$work/munge/munge.key"
 chmod 400 "$work/munge/munge.key"
 munged --foreground --force --key-file="$work/munge/munge.key" --socket="$work/munge/sock" \
   --pid-file="$work/munge/pid" --seed-file="$work/munge/seed" --log-file="$work/log/munged.log" \
-  --num-threads=2 &
+  --num-threads=2 2>>"$work/log/munged.err" &
 pids+=($!)
 
 # Slurm: one node (this machine, by its short name as slurmctld requires), free ports.
@@ -111,8 +111,9 @@ mkdir -p "$OUT"
 submit() {  # submit NAME SCRIPT [SBATCH_FLAGS...]: waits for the job; fails with its logs
   local name=$1 script=$2
   shift 2
-  if ! sbatch --wait --quiet --chdir="$OUT" --export=ALL --output="$work/log/$name-%a.log" \
-    "$@" "$src/examples/slurm/$script"; then
+  # One CPU per task: the scripts ask for more than this test machine may have.
+  if ! timeout 1200 sbatch --wait --quiet --chdir="$OUT" --export=ALL --cpus-per-task=1 \
+    --output="$work/log/$name-%a.log" "$@" "$src/examples/slurm/$script"; then
     show_logs
     fail "$name: the job failed"
   fi
