@@ -18,6 +18,7 @@
 #include "cudaagent/records/record_sink.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/records/result_store.h"
+#include "cudaagent/sandbox/runner.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
@@ -26,11 +27,12 @@ namespace {
 // Bump when what a stored profile means changes, so older stored profiles are not reused.
 constexpr int kStoredProfileRules = 1;
 
-// Whether a stop request cut a profile short: no outcome, or INFRA_ERROR (what a stopped
-// sandbox job turns into). Such a record is not written; a re-run times it again.
+// Whether a stop request may have cut a profile short: any profile that returns once a stop was
+// requested, whatever it says (a timing session killed mid-round is not a measurement). Such a
+// record is neither written nor stored; a re-run times it again.
 bool cut_short(const Result<ProfileOutcome>& outcome, const Session& session) {
-  if (session.stop_signal.load() == 0) return false;
-  return !outcome || outcome.value().verdict == Verdict::kInfraError;
+  (void)outcome;
+  return session.stop_signal.load() != 0;
 }
 
 // The store key of a candidate's profile: the baseline key (task, device, GPU, torch, harness and
@@ -261,6 +263,9 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
       !status) {
     return status;
   }
+  // Every sandboxed process of a profile (its timing sessions, the compilers) ends within a
+  // fraction of a second of a stop request; a profile the stop cut short is not written or stored.
+  options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   auto profiler = Profiler::create(options.settings);
   if (!profiler) return profiler.status();
   std::optional<ResultStore> store;

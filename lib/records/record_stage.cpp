@@ -250,8 +250,8 @@ class Driver {
           return end;
         }
         if (stage_.slow_records() && !slots_.empty()) drain(0);  // works that are done
-        if (pending_records_ >= kReleaseRecords || out_pending_.size() >= kReleaseBytes ||
-            (stage_.slow_records() && pending_records_ > 0)) {
+        if (!sniffing() && (pending_records_ >= kReleaseRecords || out_pending_.size() >= kReleaseBytes ||
+                            (stage_.slow_records() && pending_records_ > 0))) {
           if (auto end = release(); !end || end.value() != StageEnd::kCompleted) return end;
         }
         tick();

@@ -92,7 +92,8 @@ Status HarnessWorker::launch() {
   auto spawned = Subprocess::spawn(command.spec, options_.log_path);
   if (!spawned) return Status::error("cannot start the harness worker: " + spawned.status().message());
   process_.emplace(std::move(spawned).value());
-  process_->watch_stop(options_.stop);
+  stop_ = options_.stop != nullptr ? options_.stop : command.spec.stop;
+  process_->watch_stop(stop_);
   return Status::ok();
 }
 

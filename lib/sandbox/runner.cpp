@@ -111,6 +111,16 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
   return SandboxChoice{std::move(wrap), probe.summary()};
 }
 
+SandboxWrapper honour_stop(SandboxWrapper wrap, const std::atomic<int>* stop) {
+  if (!wrap) return wrap;
+  return [wrap = std::move(wrap), stop](const ProcessSpec& spec, const std::vector<std::string>& readable,
+                                        const std::vector<std::string>& writable) -> Result<SandboxCommand> {
+    auto command = wrap(spec, readable, writable);
+    if (command) command.value().spec.stop = stop;
+    return command;
+  };
+}
+
 std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan) {
   HarnessWorkerOptions options;
   options.process.argv = {plan.python, "-I", "-B", plan.harness_dir + "/worker.py", "--preload=torch"};

@@ -155,6 +155,7 @@ Result<Subprocess> Subprocess::spawn_with_stderr(const ProcessSpec& spec, int er
   if (flags >= 0) ::fcntl(out_read.get(), F_SETFL, flags | O_NONBLOCK);
   process.stdin_fd_ = stdin_ours.release();
   process.stdout_fd_ = out_read.release();
+  process.stop_ = spec.stop;
   return process;
 }
 

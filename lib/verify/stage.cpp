@@ -17,6 +17,7 @@
 #include "cudaagent/records/record_sink.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/records/result_store.h"
+#include "cudaagent/sandbox/runner.h"
 #include "cudaagent/sandbox/setup.h"
 
 namespace cudaagent {
@@ -210,6 +211,9 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
   if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;
+  // Every sandboxed process of a verification (its workers, the compilers) ends within a fraction
+  // of a second of a stop request; what the stop cut short is then INFRA_ERROR, never stored.
+  options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();

@@ -77,7 +77,9 @@ struct ProcessSpec {
   // A stop request to honour (Session::stop_signal; null: none): once it is non-zero the whole
   // process group is killed at once (SIGKILL) and run_process returns a failed Status that says
   // so, never a result: a program cut short by a stop has no outcome to judge. Looked at every
-  // kStopPollSeconds at most, so the child is gone within a fraction of a second.
+  // kStopPollSeconds at most, so the child is gone within a fraction of a second. Honoured the
+  // same way by Subprocess (its waits) and HarnessWorker (a worker started from this spec), and
+  // carried through sandbox_command(), so a sandbox hook can hand it to everything it wraps.
   const std::atomic<int>* stop = nullptr;
 };
 

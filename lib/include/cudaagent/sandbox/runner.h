@@ -40,6 +40,11 @@ struct SandboxChoice {
   std::string summary;  // for logs and records: the probe's summary, or why there is none
 };
 
+// `wrap` with every command it returns honouring `stop` (ProcessSpec::stop): how a stage hands a
+// stop request to all the sandboxed processes of code it does not own (verify's and profile's
+// workers and compilers). Empty stays empty: unsandboxed processes are not covered.
+SandboxWrapper honour_stop(SandboxWrapper wrap, const std::atomic<int>* stop);
+
 // Probes the sandbox (unless no_sandbox) and returns the runner. A Status, with the probe's notes
 // and the flag that would override it, when the sandbox is below the minimum and unsandboxed
 // runs were not allowed, or when no_sandbox was asked without allow_unsandboxed. Logs a warning

@@ -37,9 +37,10 @@ class Subprocess {
     std::string text;
   };
 
-  // Starts spec.argv. spec.stdin_data, the output caps and timeout_seconds are not used. The
-  // child's stderr is appended to `stderr_path` (created 0600), or discarded when it is empty. A
-  // program that cannot be started is a failed Status with the reason.
+  // Starts spec.argv. spec.stdin_data, the output caps and timeout_seconds are not used;
+  // spec.stop is watched (watch_stop). The child's stderr is appended to `stderr_path` (created
+  // 0600), or discarded when it is empty. A program that cannot be started is a failed Status
+  // with the reason.
   static Result<Subprocess> spawn(const ProcessSpec& spec, const std::string& stderr_path);
 
   // As spawn, but the child's stderr is kept in an anonymous memory file that stderr_tail()
