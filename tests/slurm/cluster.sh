@@ -119,28 +119,11 @@ submit() {  # submit NAME SCRIPT [SBATCH_FLAGS...]: waits for the job; fails wit
   fi
 }
 
-# 1. Data: six tiny tasks over two array tasks. Synth shards (it starts the pipeline); filter and
-# dedup take everything they are given.
+# 1-3. The whole job through run.sh, as a user submits it: the data array (six tiny tasks over
+# two array tasks), the scoring array (the CPU example task's honest candidate and one that calls
+# torch instead of its kernel), and the merge after both.
 export COUNT=6 SEED=3 SYNTH_ARGS="--batch 2 --max-dim 16"
 export FILTER_ARGS="--window-ms 0.001,1000 --jobs 2" DEDUP_ARGS="--reference examples=$src/share/examples/workspaces"
-submit data data.sbatch --array=0-1
-for shard in 0 1; do
-  [[ -f $OUT/shards/tasks-$shard.jsonl && -f $OUT/shards/store-$shard.db ]] || { show_logs; fail "data shard $shard is missing"; }
-  log=$work/log/data-$shard.log
-  grep -q "cudaagent-synth: shard $shard/2 (from SLURM_ARRAY_TASK_ID)" "$log" || fail "synth did not take shard $shard/2: $(cat "$log")"
-  grep -q "cudaagent-filter: input is a stream" "$log" || fail "filter sharded again: $(cat "$log")"
-  grep -q "cudaagent-dedup: input is a stream" "$log" || fail "dedup sharded again: $(cat "$log")"
-  grep -q "left to the other shards" "$log" && fail "a stage after synth dropped records of other shards: $(cat "$log")"
-done
-ls "$OUT"/shards/*.partial 2>/dev/null && fail "a data shard did not complete"
-# Every task synth makes is filtered exactly once, in one shard or the other.
-"$bin/cudaagent-synth" --quiet --seed 3 --count 6 --batch 2 --max-dim 16 --shard 0/1 | jq -r .id | sort -u >"$work/expected-ids"
-cat "$OUT"/shards/tasks-*.jsonl | jq -r .id | sort >"$work/kept-ids"
-[[ -z $(uniq -d "$work/kept-ids") ]] || fail "a task reached two shards"
-comm -13 "$work/expected-ids" "$work/kept-ids" | grep -q . && fail "a shard holds a task synth did not make"
-
-# 2. Scoring: the CPU example task's honest candidate and one that calls torch instead of its
-# kernel, one per array task.
 task=$src/share/examples/workspaces/bias-relu-cpu
 mkdir -p "$work/cands"
 cp -r "$task" "$work/cands/honest"
@@ -152,14 +135,45 @@ for name in honest cheat; do
     '{id: $id, task: {model_py: $m, meta: {level: 1, problem_id: 1, name: "1_bias_relu"}}, candidate: {workspace: $w}}'
 done >"$work/candidates.jsonl"
 export CANDIDATES=$work/candidates.jsonl PROFILE_ARGS="--rounds 4 --round-ms 5 --warmup-ms 50 --timeout 120"
-submit score score.sbatch --array=0-1
-for shard in 0 1; do
-  grep -q "cudaagent-verify: shard $shard/2 (from SLURM_ARRAY_TASK_ID)" "$work/log/score-$shard.log" || fail "verify did not shard"
-  grep -q "cudaagent-profile: input is a stream" "$work/log/score-$shard.log" || fail "profile sharded again"
+# One CPU per task: the scripts ask for more than this test machine may have.
+SHARDS=2 "$src/examples/slurm/run.sh" --cpus-per-task=1 >"$work/run.out" || fail "run.sh: $(cat "$work/run.out")"
+cat "$work/run.out"
+merge_job=$(sed -n 's/^merge: \([0-9]*\) .*/\1/p' "$work/run.out")
+data_job=$(sed -n 's/^data array: //p' "$work/run.out")
+score_job=$(sed -n 's/^score array: //p' "$work/run.out")
+[[ -n $merge_job && -n $data_job && -n $score_job ]] || fail "run.sh did not print its job ids"
+# Wait for the merge (and so for everything before it).
+for _ in $(seq 2400); do
+  [[ -z $(squeue -h -j "$data_job,$score_job,$merge_job" 2>/dev/null) ]] && break
+  if squeue -h -o %r -j "$merge_job" 2>/dev/null | grep -q DependencyNeverSatisfied; then
+    show_logs
+    for log in "$OUT"/*.log; do echo "--- $log"; cat "$log"; done
+    fail "an array task failed, so the merge never ran"
+  fi
+  sleep 0.5
 done
+[[ -z $(squeue -h -j "$data_job,$score_job,$merge_job" 2>/dev/null) ]] || fail "the jobs did not finish in 20 minutes"
 
-# 3. Merge: one store, one file of tasks, one of scored records, a summary.
-submit merge merge.sbatch
+for shard in 0 1; do
+  [[ -f $OUT/shards/tasks-$shard.jsonl && -f $OUT/shards/tasks-store-$shard.db ]] || { show_logs; fail "data shard $shard is missing"; }
+  log=$OUT/cudaagent-data-${data_job}_$shard.log
+  grep -q "cudaagent-synth: shard $shard/2 (from SLURM_ARRAY_TASK_ID)" "$log" || fail "synth did not take shard $shard/2: $(cat "$log")"
+  grep -q "cudaagent-filter: input is a stream" "$log" || fail "filter sharded again: $(cat "$log")"
+  grep -q "cudaagent-dedup: input is a stream" "$log" || fail "dedup sharded again: $(cat "$log")"
+  grep -q "left to the other shards" "$log" && fail "a stage after synth dropped records of other shards: $(cat "$log")"
+  log=$OUT/cudaagent-score-${score_job}_$shard.log
+  grep -q "cudaagent-verify: shard $shard/2 (from SLURM_ARRAY_TASK_ID)" "$log" || fail "verify did not shard: $(cat "$log")"
+  grep -q "cudaagent-profile: input is a stream" "$log" || fail "profile sharded again: $(cat "$log")"
+done
+ls "$OUT"/shards/*.partial 2>/dev/null && fail "a shard did not complete"
+# Every task synth makes is filtered exactly once, in one shard or the other.
+"$bin/cudaagent-synth" --quiet --seed 3 --count 6 --batch 2 --max-dim 16 --shard 0/1 | jq -r .id | sort -u >"$work/expected-ids"
+cat "$OUT"/shards/tasks-*.jsonl | jq -r .id | sort >"$work/kept-ids"
+[[ -z $(uniq -d "$work/kept-ids") ]] || fail "a task reached two shards"
+comm -13 "$work/expected-ids" "$work/kept-ids" | grep -q . && fail "a shard holds a task synth did not make"
+[[ -s $OUT/tasks.jsonl ]] || fail "the merge wrote no tasks.jsonl: $(cat "$OUT"/cudaagent-merge-*.log)"
+
+# 3. The merge: one store, one file of tasks, one of scored records, a summary.
 count() { sqlite3 "$OUT/store.db" "SELECT count(*) FROM results WHERE stage = '$1'"; }
 [[ $(count filter) == $(wc -l <"$work/expected-ids") ]] ||
   fail "the merged store holds $(count filter) filter results for $(wc -l <"$work/expected-ids") tasks"
