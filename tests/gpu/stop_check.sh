@@ -27,8 +27,9 @@ failures=0
 note() { echo "$*" | tee -a "$summary"; }
 
 # run_and_stop NAME WAIT_FOR_PATTERN COMMAND...: starts COMMAND under the reaper with stderr in
-# OUT/NAME.err, waits until that stderr matches the pattern (at most 900 s), lets it run 5 s more,
-# sends SIGTERM and prints "EXIT SECONDS".
+# OUT/NAME.err, waits until that stderr matches the pattern (at most 900 s), lets it run
+# $SETTLE seconds more (default 30: past the build and warm-up, into the hang), sends SIGTERM and
+# prints "EXIT SECONDS".
 run_and_stop() {
   local name=$1 pattern=$2
   shift 2
@@ -39,7 +40,7 @@ run_and_stop() {
     kill -0 "$wrapper" 2>/dev/null || break
     sleep 0.1
   done
-  sleep 5
+  sleep "${SETTLE:-30}"
   local start
   start=$(date +%s.%N)
   kill -TERM "$(cat "$work/$name.pid")" 2>/dev/null
