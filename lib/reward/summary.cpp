@@ -74,7 +74,14 @@ void write_group_json(JsonWriter& json, const SummaryGroup& group) {
       json.null();
     }
     json.key("fast_p").begin_object();
-    for (double p : fast_p_thresholds()) json.field(plain(p), group.fast_p(*speedups, p));
+    for (double p : fast_p_thresholds()) {
+      json.key(plain(p));
+      if (p > 0 && speedups->empty()) {
+        json.null();  // the baseline was never measured
+      } else {
+        json.value(group.fast_p(*speedups, p));
+      }
+    }
     json.end_object().end_object();
   }
   json.end_object().key("reward").begin_object();
@@ -194,9 +201,12 @@ std::string ResultSummary::text() const {
 
   out += pad("speedup", 18) + pad("over eager", 22) + "over torch.compile\n";
   out += pad("geometric mean", 18) + pad(speedup_cell(a.eager), 22) + speedup_cell(a.compile) + "\n";
+  // A baseline never measured (torch.compile on torch 1.13) has no fast_p above 0: "-".
+  const auto fast_cell = [&a](const std::vector<double>& speedups, double p) {
+    return p > 0 && speedups.empty() ? std::string("-") : percent(a.fast_p(speedups, p));
+  };
   for (double p : fast_p_thresholds()) {
-    out += pad("fast_" + plain(p), 18) + pad(percent(a.fast_p(a.eager, p)), 22) +
-           percent(a.fast_p(a.compile, p)) + "\n";
+    out += pad("fast_" + plain(p), 18) + pad(fast_cell(a.eager, p), 22) + fast_cell(a.compile, p) + "\n";
   }
 
   out += "\nreward (" + (form_.empty() ? std::string("-") : form_) + "): mean " +
@@ -222,7 +232,8 @@ std::string ResultSummary::text() const {
       const auto mean_eager = SummaryGroup::geomean(g.eager);
       const auto mean_compile = SummaryGroup::geomean(g.compile);
       out += pad(name, 8) + pad(std::to_string(g.records), 9) + pad(percent(g.pass_rate()), 11) +
-             pad(percent(g.fast_p(g.eager, 1.0)), 14) + pad(percent(g.fast_p(g.compile, 1.0)), 16) +
+             pad(g.eager.empty() ? "-" : percent(g.fast_p(g.eager, 1.0)), 14) +
+             pad(g.compile.empty() ? "-" : percent(g.fast_p(g.compile, 1.0)), 16) +
              pad(mean_eager ? times(*mean_eager) : "-", 15) +
              pad(mean_compile ? times(*mean_compile) : "-", 17) +
              digits3(g.reward_sum / static_cast<double>(g.records)) + "\n";
@@ -240,8 +251,9 @@ std::string ResultSummary::text() const {
          "the candidate's (median times; above 1 is faster). fast_p is the share of all scored records\n"
          "that pass and are more than p times as fast as the baseline (fast_0 is the pass rate,\n"
          "fast_1 'faster at all'). The geometric mean is over passing records with a measured speedup\n"
-         "(n). A CPU run of the bundled example is slower than eager by design: its kernel is plain\n"
-         "C++, the point there is the path, not the speed.\n";
+         "(n); \"-\" marks a baseline no record measured (torch 1.13 has no torch.compile). A CPU run\n"
+         "of the bundled example is slower than eager by design: its kernel is plain C++, the point\n"
+         "there is the path, not the speed.\n";
   return out;
 }
 
