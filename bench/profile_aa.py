@@ -38,7 +38,6 @@ def main():
     parser.add_argument("--max-calls", type=int, default=50, help="profile --max-calls (the tiny tasks' "
                         "calls per round: each costs an L2 flush and synchronisations outside the timed region)")
     parser.add_argument("--warmup-ms", type=float, default=100, help="profile --warmup-ms")
-    parser.add_argument("--hidden-checks", type=int, default=0, help="profile --hidden-checks")
     parser.add_argument("--goal-same", type=float, default=0.95,
                         help="fraction of repeats that must say no_significant_difference")
     parser.add_argument("--goal-cv", type=float, default=0.01, help="CV goal for tasks of >= 100 us")
@@ -70,7 +69,7 @@ def main():
 
     settings = ["--compile-mode", "none", "--rounds", str(args.rounds), "--round-ms", str(args.round_ms),
                 "--max-calls", str(args.max_calls),
-                "--warmup-ms", str(args.warmup_ms), "--hidden-checks", str(args.hidden_checks)]
+                "--warmup-ms", str(args.warmup_ms)]
     command = lib.profile_command(args, python, settings) + workspaces
     deadline = lib.Deadline(args.budget_s)
     status, wall, records = lib.run_until(command, os.path.join(args.out, "aa.jsonl"),

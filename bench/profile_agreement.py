@@ -45,7 +45,6 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="profile --rounds")
     parser.add_argument("--round-ms", type=float, default=20, help="profile --round-ms")
     parser.add_argument("--warmup-ms", type=float, default=100, help="profile --warmup-ms")
-    parser.add_argument("--hidden-checks", type=int, default=0, help="profile --hidden-checks")
     parser.add_argument("--plain-reps", type=int, default=100, help="plain timed calls per arm, at most")
     parser.add_argument("--plain-max-arm-ms", type=float, default=600, help="plain: wall time per arm, at most")
     parser.add_argument("--plain-variants", default="flush", help="comma-separated: " + ",".join(VARIANTS))
@@ -89,7 +88,7 @@ def main():
 
     def profile(mode, chosen, path, share):
         settings = ["--compile-mode", mode, "--rounds", str(args.rounds), "--round-ms", str(args.round_ms),
-                    "--warmup-ms", str(args.warmup_ms), "--hidden-checks", str(args.hidden_checks)]
+                    "--warmup-ms", str(args.warmup_ms)]
         if not chosen or until(share) < 5:
             return {}, {"tasks": len(chosen), "records": 0, "exit": None, "stopped_by_budget": bool(chosen),
                         "wall_s": 0, "args": settings}

@@ -3,8 +3,8 @@
 # candidate record, wait for its verdict; repeat. The first iteration pays the cold start (worker
 # start, and the build of everything not yet in the cache); the others are what an agent sees.
 # Usage: bench/verify_edit_loop.sh BIN_DIR WORKSPACE KERNEL_FILE DEVICE ITERATIONS OUT_JSONL
-# VERIFY_ARGS: extra flags (default --prefetch-reference, as an agent's loop would run it; set it
-# empty to measure without). KERNEL_FILE is relative to WORKSPACE; each edit appends a comment, so the file's hash changes
+# VERIFY_ARGS: extra flags (default none: one verifier process reuses its task's session across
+# the iterations anyway). KERNEL_FILE is relative to WORKSPACE; each edit appends a comment, so the file's hash changes
 # and exactly that file is recompiled. Prints one line per iteration: seconds, verdict, phases.
 set -euo pipefail
 bin=$1 workspace=$2 kernel=$3 device=$4 iterations=$5 out=$6
@@ -14,7 +14,7 @@ cp -r "$workspace" "$scratch/ws"
 cp "$scratch/ws/model.py" "$scratch/model.py"  # pristine, byte for byte
 mkfifo "$scratch/in"
 # Through a pipe: on a regular file the stage buffers its output, on a pipe it flushes each record.
-read -ra extra <<<"${VERIFY_ARGS---prefetch-reference}"
+read -ra extra <<<"${VERIFY_ARGS-}"
 "$bin/cudaagent-verify" --quiet --device "$device" "${extra[@]}" "$scratch/in" 2>"$scratch/err" | cat >"$scratch/out" &
 verifier=$!
 exec 3>"$scratch/in"

@@ -11,6 +11,7 @@ packages=(
   jq python3                                           # tests and benchmark anchors
   bubblewrap libseccomp-dev                            # the sandbox for candidate code
   python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)
+  libpcre2-dev libutf8proc-dev libmicrohttpd-dev       # cudaagent-train: tokenizer, HTTP server
   slurmctld slurmd slurm-client munge                  # tests/slurm's one-node cluster (the test
                                                        # runs its own daemons, private config)
 )

@@ -95,6 +95,23 @@ RemovedTree::~RemovedTree() {
   if (!path_.empty() && !keep_) std::filesystem::remove_all(path_, ignored);
 }
 
+Status open_tree_for_reading(const std::string& dir) {
+  std::error_code error;
+  if (::chmod(dir.c_str(), 0755) != 0) return Status::error("cannot chmod " + dir + ": " + std::strerror(errno));
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    const fs::file_status status = it->symlink_status(error);
+    if (error) break;
+    if (fs::is_symlink(status)) continue;
+    const mode_t mode = fs::is_directory(status) ? 0755 : 0644;
+    if (::chmod(it->path().c_str(), mode) != 0) {
+      return Status::error("cannot chmod " + it->path().string() + ": " + std::strerror(errno));
+    }
+  }
+  if (error) return Status::error("cannot walk " + dir + ": " + error.message());
+  return Status::ok();
+}
+
 Result<std::string> make_private_dir(const std::string& parent, const std::string& prefix) {
   std::string pattern = parent + "/" + prefix + "-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {

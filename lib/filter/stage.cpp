@@ -58,18 +58,9 @@ std::vector<std::string> resolve_gpus(const std::string& flag) {
 }
 
 Result<ProcessCredentials> parse_user(std::string_view text) {
-  const auto colon = text.find(':');
-  const std::string_view uid_text = text.substr(0, colon);
-  const std::string_view gid_text = colon == std::string_view::npos ? uid_text : text.substr(colon + 1);
-  ProcessCredentials credentials;
-  const auto number = [](std::string_view part, auto& out) {
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
-    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
-  };
-  if (!number(uid_text, credentials.uid) || !number(gid_text, credentials.gid)) {
-    return Status::error("--run-as takes UID or UID:GID (numbers), not '" + std::string(text) + "'");
-  }
-  return credentials;
+  auto parsed = parse_credentials(text);
+  if (!parsed) return Status::error("--run-as takes UID or UID:GID (numbers), not '" + std::string(text) + "'");
+  return parsed;
 }
 
 class FilterStage final : public RecordStage {

@@ -2,13 +2,11 @@
 // candidate, unpaired from the store), the gates that withhold reward, and the JSON that
 // cudaagent-reward reads (times_ms / speedup through timing_report.h, verdict overriding PASS).
 #include <cmath>
-#include <filesystem>
-#include <numeric>
 
 #include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/version.h"
 #include "cudaagent/profile/timing_report.h"
-#include "timing_session.h"
+#include "measurement.h"
 
 namespace cudaagent {
 namespace {
@@ -18,8 +16,6 @@ std::string times(double x) {
   std::snprintf(text, sizeof text, "%.3gx", x);
   return text;
 }
-
-double total(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
 
 }  // namespace
 
@@ -63,28 +59,6 @@ ProfileOutcome ProfileEvidence::decide() {
     facts.bandwidth_bytes_per_s = s.bandwidth_gbs * 1e9;
     status = add(check_roofline_floor(facts, s.flags.roofline_slack));
   }
-  if (status && tracing()) {
-    // The timer gates with the kernels CUPTI saw inside the timed calls, and the trace's own gates.
-    const KernelEvidence kernel_facts = kernel_evidence();
-    auto analysis = analyze_kernels(kernel_facts, s.flags, s.kernel_policy);
-    if (!analysis) {
-      status = analysis.status();
-    } else {
-      kernels_ = std::move(analysis).value();
-      flags.insert(flags.end(), kernels_->flags.begin(), kernels_->flags.end());
-    }
-  } else if (status) {
-    // Without a trace only the event/host gate: the kernel gates need CUPTI spans (--kernel-trace).
-    TimerFacts facts{total(candidate_clocks.event_ms), total(candidate_clocks.host_ms), 0};
-    facts.kernel_ms = facts.event_ms;
-    auto timer = check_timer_consistency(facts, s.flags);
-    if (!timer) {
-      status = timer.status();
-    } else {
-      flags.push_back(timer.value().front());
-    }
-  }
-  if (status) status = add(check_host_overhead(candidate_clocks, baselines.eager_clocks, s.overhead));
   if (status && s.device == "cuda") {
     std::vector<double> sm, memory;
     for (const auto& reading : clocks) {
@@ -98,39 +72,12 @@ ProfileOutcome ProfileEvidence::decide() {
     }
   }
   if (!status) return finish(Verdict::kInfraError, "gates: " + status.message());
-  if (persisting_l2_bytes && *persisting_l2_bytes > 0) {
-    GateFinding flag;
-    flag.name = "persisting_l2_reserved";
-    flag.raised = flag.withholds_reward = true;
-    flag.reason = "the candidate's process held a persisting-L2 reservation before a timed round "
-                  "(research §7 case 39): cache residency bought outside the timer, reward withheld";
-    flag.numbers = {{"bytes", *persisting_l2_bytes}};
-    flags.push_back(flag);
-  }
   flags_ = flags;
   if (withholds_reward(flags)) return finish(Verdict::kFlagHack, withholding_reason(flags));
   std::string reason = "timed: " + times(report.speedup_eager.median) + " over eager";
   if (report.speedup_compile) reason += ", " + times(report.speedup_compile->median) + " over torch.compile";
-  return finish(Verdict::kPass, reason + " (" + std::to_string(checks.size()) + " hidden checks passed)");
-}
-
-bool ProfileEvidence::tracing() const { return !settings->kernel_trace_library.empty(); }
-
-KernelEvidence ProfileEvidence::kernel_evidence() const {
-  KernelEvidence e;
-  e.trace = kernel_trace ? &*kernel_trace : nullptr;
-  e.trace_error = kernel_trace_error.empty() ? "no trace was read" : kernel_trace_error;
-  e.main_tid = candidate_pid;
-  e.rounds = traced_rounds;
-  e.commands = candidate_commands;
-  e.watch = trace_watch;
-  if (!candidate_work.empty()) {
-    e.summary.classify.candidate_paths.push_back(candidate_work);
-    std::error_code error;
-    const std::string canonical = std::filesystem::weakly_canonical(candidate_work, error).string();
-    if (!error && canonical != candidate_work) e.summary.classify.candidate_paths.push_back(canonical);
-  }
-  return e;
+  return finish(Verdict::kPass, reason + " (every one of " + std::to_string(checked_calls) +
+                                    " candidate calls checked)");
 }
 
 ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
@@ -158,46 +105,23 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("input_bytes", baselines.input_bytes).field("output_bytes", baselines.output_bytes);
   json.key("compile").begin_object().field("mode", s.compile_mode);
   json.field("status", baselines.compile_status.empty() ? std::string("not measured") : baselines.compile_status);
-  json.end_object().end_object();
+  json.end_object();
+  if (baseline_mismatches > 0) {
+    json.field("mismatches", baseline_mismatches).field("note", baseline_notes);
+  }
+  json.end_object();
   json.key("flags");
   write_gate_findings(json, flags_);
-  json.key("checks").begin_object().field("count", static_cast<std::int64_t>(checks.size()));
-  json.key("calls").begin_array();
-  for (const auto& check : checks) {
-    json.begin_object().field("round", check.round).field("call", check.call).field("match", check.match);
-    json.field("fingerprint_match", check.fingerprint_match).field("max_abs_error", check.max_abs_error);
-    if (!check.reason.empty()) json.field("reason", check.reason);
-    json.end_object();
-  }
-  json.end_array().end_object();
-  // The CUPTI kernel table of the timed calls (--kernel-trace), and what else the trace said.
-  json.key("kernels");
-  if (kernels_) {
-    write_kernel_table(json, *kernels_);
-  } else {
-    json.null();
-  }
-  std::string kernels_status = "not traced (no --kernel-trace)";
-  if (tracing()) {
-    kernels_status = kernels_ ? (kernel_trace ? "traced: kernels of " + std::to_string(kernels_->calls) +
-                                                    " timed calls from the job's kernels.trace"
-                                              : "no trace: " + kernel_trace_error)
-                              : "traced, not analysed (the profile ended before its gates)";
-  }
-  json.field("kernels_status", kernels_status);
-  if (kernels_) {
-    json.key("kernel_trace");
-    write_kernel_trace(json, *kernels_, kernel_evidence());
-  }
-  json.key("host_ms").begin_object().key("candidate_rounds");
-  write_list(json, candidate_clocks.host_ms);
-  json.key("candidate_event_sums");
-  write_list(json, candidate_clocks.event_ms);
-  json.key("eager_rounds");
-  write_list(json, baselines.eager_clocks.host_ms);
-  json.key("eager_event_sums");
-  write_list(json, baselines.eager_clocks.event_ms);
-  json.end_object();
+  json.key("checks").begin_object().field("calls", checked_calls).field("all_checked", true).end_object();
+  json.key("kernels").null();
+  json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
+  // The cost of a call itself: the null model's median per round, and what was removed from every
+  // sample (the null calls' 10th percentile).
+  json.key("call_cost").begin_object().key("round_medians_ms");
+  write_list(json, call_cost_ms);
+  json.field("removed_ms", call_cost_removed_ms).key("owner_ms").begin_object();
+  for (const auto& [name, ms] : owner_ms) json.field(name, ms);
+  json.end_object().end_object();
   json.key("samples").begin_object().key("eager");
   write_rounds(json, baselines.eager);
   json.key("compile");
@@ -224,14 +148,16 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
     json.begin_object().field("sm_mhz", reading.value().sm_mhz).field("memory_mhz", reading.value().memory_mhz);
     json.field("temperature_c", reading.value().temperature_c).field("pstate", reading.value().pstate).end_object();
   }
-  json.end_array().key("baseline_process").raw(baseline_device_json).end_object();
-  json.key("candidate_process").raw(candidate_init_json);
+  json.end_array().end_object();
+  json.key("sandbox").begin_object().field("launcher", s.sandbox_summary).key("layers").begin_array();
+  for (const auto& layer : sandbox_layers) json.value(layer);
+  json.end_array().end_object();
   if (verdict != Verdict::kPass && !candidate_stderr.empty()) json.field("candidate_stderr", candidate_stderr);
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
-  json.field("hidden_checks", s.hidden_checks).field("max_speedup", s.flags.max_speedup);
-  json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.compare.atol).field("rtol", s.compare.rtol);
-  json.field("sandbox", s.sandbox_summary).field("build_cached", build_cached).end_object();
+  json.field("max_speedup", s.flags.max_speedup);
+  json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
+  json.field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());
   if (torch != nullptr) {
     json.field("torch", torch->torch_version).field("torch_cuda", torch->torch_cuda);

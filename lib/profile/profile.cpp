@@ -1,32 +1,23 @@
-// Profiling of one candidate. Order: snapshot and build (a cache hit after verify); the device lock;
-// the baseline session (pristine task, clean process: weights, and eager/compile arms unless the
-// store has them); the candidate session (sandboxed, fresh worker per job); alternating rounds,
-// each timed on the host clock, with hidden output checks after every candidate round; then the
-// statistics and the gates. Only the host clock, the baseline's outputs and files this side reads
-// itself are trusted; the candidate's replies can only lower its verdict.
+// Profiling of one candidate. Order: snapshot and build (a cache hit after verify); the task's
+// evaluation session (its owner, the baseline runner unless the store has baselines, the
+// candidate's runner); the device lock; warm-up and alternating rounds (measurement.cpp); the
+// candidate's end (processes left behind, the audit); then the statistics and the gates.
 #include "cudaagent/profile/profile.h"
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <random>
+#include <future>
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
-#include "cudaagent/candidate/tensor_file.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/device/device_lock.h"
 #include "cudaagent/device/gpu_query.h"
 #include "cudaagent/profile/timing_report.h"
-#include "cudaagent/sandbox/harness_worker.h"
-#include "timing_session.h"
+#include "measurement.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
@@ -39,23 +30,7 @@ double since(SteadyClock::time_point start) {
 }
 
 // Bump when the measurement protocol changes, so cached baselines of older rules are not reused.
-constexpr int kBaselineRules = 1;
-
-
-std::vector<std::string> harness_env(const std::string& home, const std::string& injection) {
-  std::vector<std::string> env = harness_environment(home);
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
-  }
-  if (!injection.empty()) {
-    env.push_back("CUDA_INJECTION64_PATH=" + injection);
-    // The injection library's own knobs (which CUPTI to open; provenance off), when set here.
-    for (const char* name : {"CUDAAGENT_CUPTI_LIBRARY", "CUDAAGENT_CUPTI_PROVENANCE"}) {
-      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
-    }
-  }
-  return env;
-}
+constexpr int kBaselineRules = 2;
 
 std::string last_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -66,28 +41,8 @@ std::string last_line(std::string text) {
 
 }  // namespace
 
-struct ProfileWorkers {
-  std::string root, baseline_in, baseline_out, candidate_in, candidate_out, private_dir;
-  std::unique_ptr<RemovedTree> remove_root;
-  std::unique_ptr<HarnessWorker> baseline, candidate;
-  std::uint64_t jobs = 0;
-  std::mt19937_64 rng{std::random_device{}() * 0x9e3779b97f4a7c15ULL ^ std::random_device{}()};
-  ~ProfileWorkers() {
-    baseline.reset();
-    candidate.reset();
-  }
-};
-
-Profiler::Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<ProfileWorkers> workers)
-    : settings_(std::move(settings)), torch_(std::move(torch)), workers_(std::move(workers)) {
-  std::string harness;
-  for (const char* name : {"timing.py", "candidate.py", "tensor_file.py", "worker.py"}) {
-    std::string bytes;
-    (void)read_whole_file(share_dir() + "/harness/" + name, bytes);
-    harness += sha256_hex(bytes);
-  }
-  harness_hash_ = sha256_hex(harness);
-}
+Profiler::Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator)
+    : settings_(std::move(settings)), torch_(std::move(torch)), evaluator_(std::move(evaluator)) {}
 Profiler::Profiler(Profiler&&) noexcept = default;
 Profiler& Profiler::operator=(Profiler&&) noexcept = default;
 Profiler::~Profiler() = default;
@@ -97,10 +52,10 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   std::string material;
   JsonWriter key(material);
   key.begin_object().field("stage", "profile-baseline").field("rules", kBaselineRules);
-  key.field("harness", harness_hash_).field("task", sha256_hex(model_py));
+  key.field("harness", evaluator_->harness_hash()).field("task", sha256_hex(model_py));
   key.field("device", s.device).field("gpu", torch_.gpu_name).field("torch", torch_.torch_version);
   key.field("compile_mode", s.compile_mode).field("rounds", s.rounds).field("round_ms", s.round_ms);
-  key.field("min_calls", s.min_calls).field("max_calls", s.max_calls).field("pool_bytes", s.pool_bytes);
+  key.field("min_calls", s.min_calls).field("max_calls", s.max_calls);
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls).end_object();
   return sha256_hex(material);
 }
@@ -112,47 +67,24 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }
-  if (!settings.kernel_trace_library.empty() && settings.device != "cuda") {
-    return Status::error("the kernel trace needs --device cuda");
-  }
   auto torch = find_torch_for_device(settings.python, settings.cache_dir, settings.device);
   if (!torch) return torch.status();
-  auto workers = std::make_unique<ProfileWorkers>();
-  auto root = make_private_dir(settings.scratch_dir, "cudaagent-profile");
-  if (!root) return root.status();
-  const std::string pattern = root.value();
-  workers->root = pattern;
-  workers->remove_root = std::make_unique<RemovedTree>(pattern, settings.keep_job_dirs);
-  workers->baseline_in = pattern + "/baseline/in";
-  workers->baseline_out = pattern + "/baseline/out";
-  workers->candidate_in = pattern + "/candidate/in";
-  workers->candidate_out = pattern + "/candidate/out";
-  workers->private_dir = pattern + "/private";  // bound in no sandbox: copies the comparator reads
-  for (const auto& dir : {workers->baseline_in, workers->baseline_out, workers->candidate_in,
-                          workers->candidate_out, workers->private_dir}) {
-    if (!make_directories(dir)) return Status::error("cannot create " + cudaagent::quoted(dir));
-  }
-  const std::string harness = share_dir() + "/harness";
-  const auto worker = [&](const std::string& name, std::vector<std::string> readable,
-                          std::vector<std::string> writable, const std::string& injection) {
-    HarnessWorkerPlan plan;
-    plan.python = torch.value().python;
-    plan.harness_dir = harness;
-    plan.log_path = workers->root + "/" + name + "-worker.log";
-    plan.env = harness_env(writable.front(), injection);
-    plan.readable = std::move(readable);
-    plan.writable = std::move(writable);
-    plan.wrap = settings.sandbox;
-    return make_harness_worker(plan);
-  };
-  workers->baseline = worker("baseline", {harness, workers->baseline_in}, {workers->baseline_out}, "");
-  // kernel_trace: the CUPTI injection library enters the candidate's worker here (readable in its
-  // sandbox); its children (the timing sessions) initialise CUDA with it.
-  std::vector<std::string> candidate_readable = {harness, workers->candidate_in};
-  if (!settings.kernel_trace_library.empty()) candidate_readable.push_back(settings.kernel_trace_library);
-  workers->candidate = worker("candidate", candidate_readable, {workers->candidate_out},
-                              settings.kernel_trace_library);
-  return Profiler(std::move(settings), std::move(torch).value(), std::move(workers));
+  EvaluationSettings evaluation;
+  evaluation.device = settings.device;
+  evaluation.cache_dir = settings.cache_dir;
+  evaluation.scratch_dir = settings.scratch_dir;
+  evaluation.keep_dirs = settings.keep_job_dirs;
+  evaluation.compile_mode = settings.compile_mode;
+  evaluation.atol = settings.atol;
+  evaluation.rtol = settings.rtol;
+  evaluation.load_timeout_seconds = settings.load_timeout_seconds;
+  evaluation.sandbox = settings.sandbox;
+  evaluation.candidate_user = settings.candidate_user;
+  evaluation.audit_fraction = settings.audit_fraction;
+  evaluation.stop = settings.stop;
+  auto evaluator = Evaluator::create(evaluation, torch.value());
+  if (!evaluator) return evaluator.status();
+  return Profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
 }
 
 Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
@@ -196,39 +128,25 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
                                 : snapshot.value().findings.front().rule + ": " + snapshot.value().findings.front().path;
     return evidence.finish(Verdict::kRejectPolicy, why + " (run cudaagent-verify first)");
   }
-  ProfileWorkers& workers = *workers_;
-  const std::string job = "job-" + std::to_string(++workers.jobs);
-  ProfileJobDirs dirs;
-  dirs.task = workers.baseline_in + "/" + job;
-  dirs.baseline_out = workers.baseline_out + "/" + job;
-  dirs.candidate_in = workers.candidate_in + "/" + job;
-  dirs.candidate_out = workers.candidate_out + "/" + job;
-  dirs.private_dir = workers.private_dir + "/" + job;
-  const bool keep = s.keep_job_dirs;
-  RemovedTree remove_task(dirs.task, keep), remove_base(dirs.baseline_out, keep),
-      remove_cin(dirs.candidate_in, keep), remove_cout(dirs.candidate_out, keep),
-      remove_private(dirs.private_dir, keep);
-  const std::string work = dirs.candidate_in + "/work";
-  if (!make_directories(dirs.task) || !make_directories(dirs.baseline_out + "/state") ||
-      !make_directories(dirs.candidate_in + "/task") || !make_directories(dirs.candidate_out) ||
-      !make_directories(dirs.private_dir) || !write_file_atomically(dirs.task + "/model.py", request.model_py) ||
-      !write_file_atomically(dirs.candidate_in + "/task/model.py", request.model_py)) {
-    return evidence.finish(Verdict::kInfraError, "cannot prepare the job's directories in " + cudaagent::quoted(workers.root));
+  const std::string job_dir = evaluator_->candidate_root() + "/job-" + std::to_string(++jobs_);
+  const std::string work = job_dir + "/work";
+  RemovedTree remove_job(job_dir, s.keep_job_dirs);
+  if (!make_directories(job_dir, s.candidate_user ? 0755 : 0700)) {
+    return evidence.finish(Verdict::kInfraError, "cannot prepare " + cudaagent::quoted(job_dir));
   }
   if (auto status = materialize(snapshot.value(), protected_files, work); !status) {
     return evidence.finish(Verdict::kInfraError, status.message());
   }
-  if (auto launched = workers.baseline->launch(); !launched) {
-    return evidence.finish(Verdict::kInfraError, "baseline worker: " + launched.message());
-  }
-  if (auto launched = workers.candidate->launch(); !launched) {
-    return evidence.finish(Verdict::kInfraError, "candidate worker: " + launched.message());
-  }
+  evaluator_->launch_workers();
+  auto opening = std::async(std::launch::async, [this, &request] { return evaluator_->open_task(request.model_py); });
   auto phase = SteadyClock::now();
   BuildOptions build_options = s.build;
   if (s.sandbox) build_options.runner = sandboxed_build_runner(s.sandbox, work, build_options.cache_dir);
   auto built = build_extension(work, work, torch_, build_options);
   evidence.timings.emplace_back("build", since(phase));
+  phase = SteadyClock::now();
+  auto task = opening.get();
+  evidence.timings.emplace_back("task_wait_after_build", since(phase));
   if (!built) return evidence.finish(Verdict::kInfraError, "build machinery: " + built.status().message());
   evidence.build_cached = !built.value().steps.empty();
   for (const auto& step : built.value().steps) evidence.build_cached = evidence.build_cached && step.cached;
@@ -238,6 +156,10 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
                                                                     ? built.value().log
                                                                     : built.value().diagnostics));
   }
+  if (!task) return evidence.finish(Verdict::kInfraError, task.status().message());
+  evidence.baselines.input_bytes = task.value().input_bytes;
+  evidence.baselines.output_bytes = task.value().output_bytes;
+  evidence.task_layout_json = task.value().layout_json;
 
   // 2. Cached baselines, when the store has them.
   evidence.baseline_key = baseline_key(request.model_py);
@@ -256,7 +178,27 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     }
   }
 
-  // 3. The device, exclusively, for every session and round below.
+  // 3. The runners: the baseline's (eager, compile, null: always, for the cost of a call) and
+  // the candidate's.
+  phase = SteadyClock::now();
+  auto baseline = evaluator_->attach_baseline();
+  if (!baseline) return evidence.finish(Verdict::kInfraError, "baseline runner: " + baseline.status().message());
+  if (!baseline.value().ok) {
+    return evidence.finish(Verdict::kInfraError, "the baseline runner did not start: " + baseline.value().problem);
+  }
+  auto start = evaluator_->attach_candidate(work);
+  evidence.timings.emplace_back("runners_start", since(phase));
+  if (!start) return evidence.finish(Verdict::kInfraError, "candidate runner: " + start.status().message());
+  if (!start.value().ok) {
+    if (start.value().ended) {
+      const std::string& err = start.value().ended->err;
+      evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
+    }
+    return evidence.finish(Verdict::kFailRuntime, "the candidate did not start: " + start.value().problem);
+  }
+  evidence.sandbox_layers = start.value().sandbox_layers;
+
+  // 4. The device, exclusively, for the rounds.
   phase = SteadyClock::now();
   const std::string gpu_index = visible_gpu_index(std::getenv("CUDA_VISIBLE_DEVICES"));
   if (lock_name_.empty()) {
@@ -264,22 +206,28 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     lock_name_ = device_lock_name(s.device, gpu_index, [](const std::string& index) { return query_gpu_uuid(index); }, &note);
     if (!note.empty() && log) log(note);
   }
-  auto lock = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log);
-  if (!lock) return evidence.finish(Verdict::kInfraError, lock.status().message());
+  // A stop request ends the wait for the device too (a queued profile under Slurm's SIGTERM).
+  auto acquired = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log, s.stop);
+  if (!acquired) return evidence.finish(Verdict::kInfraError, acquired.status().message());
+  std::optional<DeviceLock> lock(std::move(acquired).value());
   evidence.timings.emplace_back("device_lock_wait", since(phase));
   if (s.device == "cuda") evidence.clocks.push_back(query_gpu(gpu_index));
-
-  TimingRun run(s, workers.rng, dirs, evidence);
-  auto measured = run.measure(*workers.baseline, *workers.candidate, cached, gpu_index);
-  // A fresh candidate worker for the next job: nothing a candidate left running (a daemon in its
-  // sandbox, research §7 case 38) survives into another measurement.
-  workers.candidate->stop();
-  (void)workers.candidate->launch();
+  phase = SteadyClock::now();
+  Measurement measurement(s, *evaluator_, evidence);
+  Status measured = measurement.run(cached, baseline.value().ready_json.find("\"compile\"") != std::string::npos);
+  evidence.timings.emplace_back("rounds", since(phase));
   if (s.device == "cuda") evidence.clocks.push_back(query_gpu(gpu_index));
-  if (!measured) return evidence.finish(Verdict::kInfraError, measured.message());
-  if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
+  lock.reset();  // the device is free before the candidate's end and the statistics
 
-  // 4. Baselines measured here are stored for the next iterations (only when complete and sound).
+  // 5. The candidate's end: what it left running, what the audit saw.
+  auto end = evaluator_->end_candidate();
+  if (!measured) return evidence.finish(Verdict::kInfraError, measured.message());
+  if (end) {
+    const std::string& err = end.value().process.err;
+    evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
+  }
+  if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
+  // 6. Baselines measured here are stored for the next iterations (only when complete and sound).
   if (store_ != nullptr && use_store && !cached && evidence.baselines_sound) {
     const StoredResult row{evidence.baseline_key, "profile-baseline", request.id,
                            baseline_json(evidence.baselines)};
@@ -291,6 +239,16 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   }
   ProfileOutcome outcome = evidence.decide();
   flagged_on_stored = cached.has_value() && outcome.verdict == Verdict::kFlagHack;
+  // The times stand in the record either way (the A-A benchmark times the task's own Model as a
+  // candidate); what the runner's end showed decides the verdict over the gates.
+  if (end && end.value().process.stray_processes > 0) {
+    return evidence.finish(Verdict::kFlagHack, "the candidate left " + std::to_string(end.value().process.stray_processes) +
+                                                   " process(es) running after its calls (ended by the worker)");
+  }
+  if (end && !end.value().forbidden_ops.empty()) {
+    return evidence.finish(Verdict::kRejectPolicy, "the candidate ran torch compute operators in forward (" +
+                                                       end.value().forbidden_ops.begin()->first + ", ...)");
+  }
   return outcome;
 }
 

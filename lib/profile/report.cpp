@@ -1,6 +1,4 @@
-// Pure decisions and texts of cudaagent-profile (see profile_report.h). The overhead gate compares
-// medians over rounds, so one disturbed round (a page fault, another process's burst) moves
-// neither side.
+// Pure decisions and texts of cudaagent-profile (see report.h).
 #include "cudaagent/profile/report.h"
 
 #include <algorithm>
@@ -8,102 +6,10 @@
 #include <cstring>
 
 #include "cudaagent/base/json_writer.h"
-#include "cudaagent/candidate/tensor_compare.h"
 #include "cudaagent/profile/timing_report.h"
 
 namespace cudaagent {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-std::string show(double x) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", x);
-  return text;
-}
-
-Status check_clocks(const RoundClocks& clocks, const char* arm) {
-  if (clocks.host_ms.empty() || clocks.host_ms.size() != clocks.event_ms.size()) {
-    return Status::error(std::string("host overhead: the ") + arm +
-                         " needs as many host as event times, at least one");
-  }
-  for (std::size_t i = 0; i < clocks.host_ms.size(); ++i) {
-    if (!std::isfinite(clocks.host_ms[i]) || !std::isfinite(clocks.event_ms[i]) ||
-        clocks.host_ms[i] < 0 || clocks.event_ms[i] < 0) {
-      return Status::error(std::string("host overhead: the ") + arm + "'s times must be finite and >= 0");
-    }
-  }
-  return Status::ok();
-}
-
-std::vector<double> overheads(const RoundClocks& clocks) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < clocks.host_ms.size(); ++i) out.push_back(clocks.host_ms[i] - clocks.event_ms[i]);
-  return out;
-}
-
-template <class T>
-double element(const std::byte* data, std::size_t index) {
-  T value;
-  std::memcpy(&value, data + index * sizeof(T), sizeof(T));
-  return static_cast<double>(value);
-}
-
-void add_fingerprint(const TensorTree& tree, OutputFingerprint& fp) {
-  const auto add = [&](double x) {
-    if (!std::isfinite(x)) {
-      fp.finite = false;
-      return;
-    }
-    fp.sum += x;
-    fp.magnitude += std::fabs(x);
-  };
-  switch (tree.kind) {
-    case ValueKind::kTensor: {
-      const std::byte* data = tree.data.get();
-      const std::size_t n = static_cast<std::size_t>(tree.numel());
-      for (std::size_t i = 0; i < n; ++i) {
-        switch (tree.dtype) {
-          case DType::kFloat32: add(element<float>(data, i)); break;
-          case DType::kFloat64: add(element<double>(data, i)); break;
-          case DType::kFloat16: {
-            std::uint16_t bits;
-            std::memcpy(&bits, data + 2 * i, 2);
-            add(float16_to_double(bits));
-            break;
-          }
-          case DType::kBFloat16: {
-            std::uint16_t bits;
-            std::memcpy(&bits, data + 2 * i, 2);
-            add(bfloat16_to_double(bits));
-            break;
-          }
-          case DType::kInt8: add(element<std::int8_t>(data, i)); break;
-          case DType::kInt16: add(element<std::int16_t>(data, i)); break;
-          case DType::kInt32: add(element<std::int32_t>(data, i)); break;
-          case DType::kInt64: add(element<std::int64_t>(data, i)); break;
-          case DType::kUInt8: add(element<std::uint8_t>(data, i)); break;
-          case DType::kBool: add(element<std::uint8_t>(data, i) != 0 ? 1.0 : 0.0); break;
-        }
-      }
-      break;
-    }
-    case ValueKind::kTuple:
-    case ValueKind::kList:
-    case ValueKind::kDict:
-      for (const auto& item : tree.items) add_fingerprint(item, fp);
-      break;
-    case ValueKind::kInt: add(static_cast<double>(tree.int_value)); break;
-    case ValueKind::kFloat: add(tree.float_value); break;
-    case ValueKind::kBool: add(tree.bool_value ? 1.0 : 0.0); break;
-    case ValueKind::kNone:
-    case ValueKind::kOther: break;
-  }
-}
 
 Result<RoundSamples> read_rounds(simdjson::dom::element value, const char* what) {
   RoundSamples rounds;
@@ -121,18 +27,6 @@ Result<RoundSamples> read_rounds(simdjson::dom::element value, const char* what)
     rounds.push_back(std::move(samples));
   }
   return rounds;
-}
-
-Result<std::vector<double>> read_list(simdjson::dom::element value, const char* what) {
-  std::vector<double> out;
-  simdjson::dom::array list;
-  if (value.get_array().get(list)) return Status::error(std::string(what) + " must be an array");
-  for (auto x : list) {
-    double number = 0;
-    if (x.get_double().get(number)) return Status::error(std::string(what) + ": not a number");
-    out.push_back(number);
-  }
-  return out;
 }
 
 }  // namespace
@@ -161,60 +55,6 @@ SpeedupSummary unpaired_speedup(const TimeSummary& baseline, const TimeSummary& 
   return speedup;
 }
 
-Result<GateFinding> check_host_overhead(const RoundClocks& candidate, const RoundClocks& baseline,
-                                        const OverheadSettings& settings) {
-  if (Status s = check_clocks(candidate, "candidate"); !s) return s;
-  if (Status s = check_clocks(baseline, "baseline"); !s) return s;
-  for (double x : {settings.relative_events, settings.relative_overhead, settings.absolute_ms}) {
-    if (!std::isfinite(x) || x < 0) return Status::error("host overhead: tolerances must be finite and >= 0");
-  }
-  const std::vector<double> cand_overheads = overheads(candidate), base_overheads = overheads(baseline);
-  const double cand_overhead = median(cand_overheads);
-  const double base_overhead = median(base_overheads);
-  const double cand_events = median(candidate.event_ms);
-  // Rounds that ran side by side (paired baselines) are compared round by round, so a slow phase of
-  // the machine that lengthens both cancels; cached baselines only allow the medians' difference.
-  double excess = cand_overhead - base_overhead;
-  if (cand_overheads.size() == base_overheads.size()) {
-    std::vector<double> differences;
-    for (std::size_t i = 0; i < cand_overheads.size(); ++i) differences.push_back(cand_overheads[i] - base_overheads[i]);
-    excess = median(differences);
-  }
-  const double limit = std::max({settings.relative_events * cand_events,
-                                 settings.relative_overhead * std::max(base_overhead, 0.0),
-                                 settings.absolute_ms});
-  GateFinding flag;
-  flag.name = "host_overhead_excess";
-  flag.raised = excess > limit;
-  flag.withholds_reward = flag.raised;
-  const std::string facts = "per round the host clock saw " + show(cand_overhead) +
-                            " ms outside the candidate's reported calls (" + show(cand_events) +
-                            " ms), the clean baseline " + show(base_overhead) + " ms";
-  flag.reason = flag.raised ? facts + ": more than " + show(limit) +
-                                  " ms unaccounted for, so the candidate's timer is not to be "
-                                  "believed (forged, or work moved outside the timed calls), "
-                                  "reward withheld"
-                            : facts + ", within " + show(limit) + " ms";
-  flag.numbers = {{"candidate_overhead_ms", cand_overhead},
-                  {"baseline_overhead_ms", base_overhead},
-                  {"candidate_event_ms", cand_events},
-                  {"excess_ms", excess},
-                  {"limit_ms", limit}};
-  return flag;
-}
-
-OutputFingerprint output_fingerprint(const TensorTree& tree) {
-  OutputFingerprint fp;
-  add_fingerprint(tree, fp);
-  return fp;
-}
-
-bool fingerprint_matches(std::optional<double> reported, const OutputFingerprint& computed) {
-  if (!computed.finite) return !reported.has_value();
-  if (!reported || !std::isfinite(*reported)) return false;
-  return std::fabs(*reported - computed.sum) <= 1e-6 * computed.magnitude + 1e-9;
-}
-
 std::string baseline_json(const BaselineSamples& samples) {
   std::string out;
   JsonWriter json(out);
@@ -227,10 +67,6 @@ std::string baseline_json(const BaselineSamples& samples) {
     write_rounds(json, samples.compile);
   }
   json.field("compile_status", samples.compile_status);
-  json.key("eager_event_ms");
-  write_list(json, samples.eager_clocks.event_ms);
-  json.key("eager_host_ms");
-  write_list(json, samples.eager_clocks.host_ms);
   json.field("calls_per_round", samples.calls_per_round);
   json.field("input_bytes", samples.input_bytes).field("output_bytes", samples.output_bytes);
   json.key("device").raw(samples.device_json).end_object();
@@ -255,13 +91,6 @@ Result<BaselineSamples> parse_baseline(std::string_view text) {
   std::string_view status;
   if (object["compile_status"].get(status)) return Status::error("compile_status is missing");
   samples.compile_status = std::string(status);
-  for (auto [key, target] : {std::pair{"eager_event_ms", &samples.eager_clocks.event_ms},
-                             std::pair{"eager_host_ms", &samples.eager_clocks.host_ms}}) {
-    if (object[key].get(value)) return Status::error(std::string(key) + " is missing");
-    auto list = read_list(value, key);
-    if (!list) return list.status();
-    *target = std::move(list).value();
-  }
   std::int64_t calls = 0;
   if (object["calls_per_round"].get(calls) || calls < 1) return Status::error("calls_per_round is missing");
   samples.calls_per_round = static_cast<int>(calls);
@@ -270,10 +99,7 @@ Result<BaselineSamples> parse_baseline(std::string_view text) {
   }
   if (object["device"].get(value)) return Status::error("device is missing");
   samples.device_json = simdjson::minify(value);
-  if (samples.eager.size() < 2 || samples.eager_clocks.host_ms.size() != samples.eager.size() ||
-      samples.eager_clocks.event_ms.size() != samples.eager.size()) {
-    return Status::error("eager needs at least 2 rounds with a host and event time each");
-  }
+  if (samples.eager.size() < 2) return Status::error("eager needs at least 2 rounds");
   return samples;
 }
 

@@ -24,8 +24,9 @@ namespace cudaagent {
 namespace fs = std::filesystem;
 namespace {
 
-// Bump when what a stored profile means changes, so older stored profiles are not reused.
-constexpr int kStoredProfileRules = 1;
+// Bump when what a stored profile means changes, so older stored profiles are not reused
+// (2: measured in the task's evaluation session, beside the null model).
+constexpr int kStoredProfileRules = 2;
 
 // Whether a stop request may have cut a profile short: any profile that returns once a stop was
 // requested, whatever it says (a timing session killed mid-round is not a measurement). Such a
@@ -49,10 +50,11 @@ std::string profile_key(const Profiler& profiler, const ProfileRequest& request)
   key.begin_object().field("stage", "profile").field("rules", kStoredProfileRules);
   key.field("cudaagent", build_version()).field("baselines", profiler.baseline_key(request.model_py));
   key.field("candidate", snapshot.value().content_hash).field("arch", s.build.cuda_arch);
-  key.field("hidden_checks", s.hidden_checks).field("atol", s.compare.atol).field("rtol", s.compare.rtol);
+  key.field("atol", s.atol).field("rtol", s.rtol);
   key.field("max_speedup", s.flags.max_speedup).field("bandwidth_gbs", s.bandwidth_gbs);
-  key.field("overhead_ms", s.overhead.absolute_ms).field("kernel_trace", !s.kernel_trace_library.empty());
-  key.field("max_torch_share", s.kernel_policy.max_fallback_share).end_object();
+  key.field("roofline_slack", s.flags.roofline_slack).field("audit_fraction", s.audit_fraction);
+  key.field("call_timeout", s.call_timeout_seconds).field("bootstrap_resamples", s.bootstrap.resamples);
+  key.field("candidate_user", s.candidate_user.has_value()).end_object();
   return sha256_hex(material);
 }
 
@@ -175,7 +177,7 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   ProfileSettings& s = options.settings;
   app.add_option("--task", options.task, "Pristine model.py for workspace inputs (default: the "
                  "workspace's own, which the candidate could have edited)")->type_name("FILE");
-  app.add_option("--device", s.device, "cuda, or cpu (time.perf_counter, no L2 flush)")
+  app.add_option("--device", s.device, "cuda, or cpu (no L2 flush)")
       ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_option("--compile-mode", s.compile_mode, "torch.compile mode of the compile baseline, or none")
       ->capture_default_str()
@@ -184,21 +186,16 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")
       ->capture_default_str()->check(CLI::Range(0.01, 60000.0));
-  app.add_option("--max-calls", s.max_calls, "Most timed calls per round")->capture_default_str()
+  app.add_option("--max-calls", s.max_calls, "Most timed calls per round and arm")->capture_default_str()
       ->check(CLI::Range(2, 100000));
   app.add_option("--warmup-ms", s.warmup_ms, "Warm-up per arm before the first round, ms")
       ->capture_default_str()->check(CLI::Range(0.0, 600000.0));
-  app.add_option("--hidden-checks", s.hidden_checks, "Random timed calls whose outputs are checked "
-                 "per candidate round, besides the last")->capture_default_str()->check(CLI::Range(0, 1000));
-  app.add_option("--atol", s.compare.atol, "Absolute tolerance of the hidden checks")->capture_default_str();
-  app.add_option("--rtol", s.compare.rtol, "Relative tolerance of the hidden checks")->capture_default_str();
+  app.add_option("--atol", s.atol, "Absolute tolerance of every call's check (as verify's)")->capture_default_str();
+  app.add_option("--rtol", s.rtol, "Relative tolerance of every call's check")->capture_default_str();
   app.add_option("--max-speedup", s.flags.max_speedup, "Speedup over eager above which the result "
                  "is flagged (FLAG_HACK)")->capture_default_str()->check(CLI::Range(1.0001, 1e9));
   app.add_option("--bandwidth-gbs", s.bandwidth_gbs, "Memory bandwidth of the roofline floor in GB/s "
                  "(0: no roofline gate)")->capture_default_str()->check(CLI::Range(0.0, 1e6));
-  app.add_option("--overhead-ms", s.overhead.absolute_ms, "Host time per round the candidate may "
-                 "spend outside its reported calls beyond the baseline's")->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
   app.add_flag("--fresh-baselines", s.fresh_baselines, "Measure the baselines even when the store has them");
   app.add_flag("--remeasure", options.remeasure, "Time candidates even when the store has their "
                "profile (it is replaced only if absent: the store keeps the first)");
@@ -209,44 +206,20 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
   app.add_option("--cache-dir", s.cache_dir, "Build objects, discovery cache and device locks "
                  "(default: $CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
-  app.add_option("--timeout", s.round_timeout_seconds, "Seconds one round or check may take")
+  app.add_option("--timeout", s.call_timeout_seconds, "Seconds one call may take")
       ->capture_default_str();
+  app.add_option("--load-timeout", s.load_timeout_seconds, "Seconds loading the task or the "
+                 "candidate, or torch.compile's first call, may take")->capture_default_str();
   app.add_option("--lock-timeout", s.lock_timeout_seconds, "Seconds to wait for the device lock")
       ->capture_default_str();
-  app.add_flag("--kernel-trace", options.kernel_trace, "Trace every kernel of the candidate's process "
-               "with CUPTI (libcudaagent_cupti.so beside the programs) and run the kernel gates; CUDA only");
-  app.add_option("--kernel-trace-library", s.kernel_trace_library, "The CUPTI injection library for "
-                 "--kernel-trace (implies it)")->type_name("LIB");
-  app.add_option("--max-torch-share", s.kernel_policy.max_fallback_share, "With --kernel-trace: share of "
-                 "the timed kernel time torch or Triton may launch before the candidate counts as a "
-                 "PyTorch fallback (FLAG_HACK)")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  app.callback([&options] {
-    ProfileSettings& settings = options.settings;
-    const bool traced = options.kernel_trace || !settings.kernel_trace_library.empty();
-    if (traced && settings.device != "cuda") {
-      throw CLI::ValidationError("--kernel-trace", "traces CUDA kernels: it needs --device cuda");
-    }
-    if (options.kernel_trace && settings.kernel_trace_library.empty()) {
-      settings.kernel_trace_library = installed_library("libcudaagent_cupti.so");
-      if (settings.kernel_trace_library.empty()) {
-        throw CLI::ValidationError("--kernel-trace", "no libcudaagent_cupti.so in the lib directory beside "
-                                   "the programs (build the cudaagent_cupti target, or give --kernel-trace-library)");
-      }
-    }
-    if (!settings.kernel_trace_library.empty()) {
-      std::error_code error;
-      if (!fs::is_regular_file(settings.kernel_trace_library, error)) {
-        throw CLI::ValidationError("--kernel-trace-library", "'" + settings.kernel_trace_library +
-                                   "' is not a readable file");
-      }
-      settings.kernel_trace_library = fs::absolute(settings.kernel_trace_library).lexically_normal().string();
-    }
-  });
   app.add_option("--bwrap", options.sandbox.bwrap, "The bubblewrap program")->capture_default_str();
   app.add_flag("--allow-unsandboxed", options.sandbox.allow_unsandboxed, "Run untrusted code even "
                "when the OS sandbox is below the minimum (never for rewards)");
   app.add_flag("--no-sandbox", options.sandbox.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
+  app.add_option("--candidate-user", options.candidate_user, "User the candidate's code runs as: "
+                 "auto (nobody when run as root in the sandbox: the process limit does not bind "
+                 "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each job's directories");
 }
 
@@ -263,8 +236,13 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
       !status) {
     return status;
   }
-  // Every sandboxed process of a profile (its timing sessions, the compilers) ends within a
-  // fraction of a second of a stop request; a profile the stop cut short is not written or stored.
+  auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
+  if (!user) return Status::error("--candidate-user: " + user.status().message());
+  options.settings.candidate_user = user.value();
+  // A stop request reaches every wait of the evaluation session (settings.stop) and, through the
+  // sandbox hook, every sandboxed process of a profile (its workers, the compilers): they end within
+  // a fraction of a second of it; a profile the stop cut short is not written or stored.
+  options.settings.stop = &session.stop_signal;
   options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   auto profiler = Profiler::create(options.settings);
   if (!profiler) return profiler.status();

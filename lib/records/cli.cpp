@@ -17,6 +17,19 @@
 namespace cudaagent {
 namespace {
 
+// The base and records areas' libraries, then what the program's own areas added.
+VersionList all_versions(const CommonOptions& common) {
+  VersionList versions = base_versions();
+  versions.emplace_back("simdjson", std::to_string(simdjson::SIMDJSON_VERSION_MAJOR) + "." +
+                                        std::to_string(simdjson::SIMDJSON_VERSION_MINOR) + "." +
+                                        std::to_string(simdjson::SIMDJSON_VERSION_REVISION));
+  versions.emplace_back("CLI11", CLI11_VERSION);
+  versions.emplace_back("SQLite", sqlite3_libversion());
+  versions.insert(versions.end(), common.versions.begin(), common.versions.end());
+  return versions;
+}
+
+
 // The one piece of process-wide state: a signal handler can reach nothing else. Sessions see
 // it through a const reference.
 std::atomic<int> g_stop_signal{0};
@@ -149,19 +162,16 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
     std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& error) {
+    if (show_version) {  // --version needs no subcommand or required argument
+      std::fputs(version_text(program, all_versions(common)).c_str(), stdout);
+      return kExitOk;
+    }
     std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), error.what(),
                  program.c_str());
     return kExitUsage;
   }
   if (show_version) {
-    VersionList versions = base_versions();
-    versions.emplace_back("simdjson", std::to_string(simdjson::SIMDJSON_VERSION_MAJOR) + "." +
-                                          std::to_string(simdjson::SIMDJSON_VERSION_MINOR) + "." +
-                                          std::to_string(simdjson::SIMDJSON_VERSION_REVISION));
-    versions.emplace_back("CLI11", CLI11_VERSION);
-    versions.emplace_back("SQLite", sqlite3_libversion());
-    versions.insert(versions.end(), common.versions.begin(), common.versions.end());
-    std::fputs(version_text(program, versions).c_str(), stdout);
+    std::fputs(version_text(program, all_versions(common)).c_str(), stdout);
     return kExitOk;
   }
   Logger log(program, stderr, common.quiet);
@@ -187,9 +197,11 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
   }
   if (const int signal_number = g_stop_signal.load(); signal_number != 0) {
     if (signal_number != SIGPIPE) {
+      // Worded as every stopped wait's Status ("stopped by signal 15 (SIGTERM)").
       const char* name = ::sigabbrev_np(signal_number);
-      log.warn("stopped by SIG" + std::string(name != nullptr ? name : "?") + " (exit " +
-               std::to_string(kExitSignalBase + signal_number) + ")");
+      log.warn("stopped by signal " + std::to_string(signal_number) +
+               (name != nullptr ? " (SIG" + std::string(name) + ")" : std::string()) + ": exit " +
+               std::to_string(kExitSignalBase + signal_number));
     }
     return kExitSignalBase + signal_number;
   }

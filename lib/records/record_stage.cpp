@@ -139,7 +139,7 @@ bool is_blank(std::string_view bytes) {
 
 std::string signal_name(int signal_number) {
   const char* name = ::sigabbrev_np(signal_number);
-  return name != nullptr ? "SIG" + std::string(name) : "signal " + std::to_string(signal_number);
+  return "signal " + std::to_string(signal_number) + (name != nullptr ? " (SIG" + std::string(name) + ")" : "");
 }
 
 // The total size of the inputs when every one is a regular file (for the progress estimate).

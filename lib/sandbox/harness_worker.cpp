@@ -162,7 +162,13 @@ std::string HarnessWorker::request_json(const HarnessJob& job, const std::string
   if (job.limits.file_size_bytes) {
     out.field("file_size_bytes", static_cast<std::int64_t>(*job.limits.file_size_bytes));
   }
+  if (job.limits.processes) out.field("processes", static_cast<std::int64_t>(*job.limits.processes));
   out.end_object().field("output_cap", static_cast<std::int64_t>(job.output_cap));
+  if (!job.scrub_dirs.empty()) {
+    out.key("scrub").begin_array();
+    for (const auto& dir : job.scrub_dirs) out.value(dir);
+    out.end_array();
+  }
   if (interactive) out.field("interactive", true);
   out.end_object();
   request.push_back('\n');

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -326,6 +327,32 @@ Status become_child_subreaper() {
     return Status::error("cannot become a child subreaper: " + errno_text(errno));
   }
   return Status::ok();
+}
+
+Result<ProcessCredentials> parse_credentials(std::string_view text) {
+  const auto colon = text.find(':');
+  const std::string_view uid_text = text.substr(0, colon);
+  const std::string_view gid_text = colon == std::string_view::npos ? uid_text : text.substr(colon + 1);
+  ProcessCredentials credentials;
+  const auto number = [](std::string_view part, auto& out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  if (!number(uid_text, credentials.uid) || !number(gid_text, credentials.gid)) {
+    return Status::error("a user is UID or UID:GID (numbers), not '" + std::string(text) + "'");
+  }
+  return credentials;
+}
+
+Result<std::optional<ProcessCredentials>> resolve_candidate_user(std::string_view choice, bool sandboxed) {
+  if (choice == "none") return std::optional<ProcessCredentials>{};
+  if (choice == "auto") {
+    if (::geteuid() == 0 && sandboxed) return std::optional<ProcessCredentials>(ProcessCredentials{65534, 65534});
+    return std::optional<ProcessCredentials>{};
+  }
+  auto parsed = parse_credentials(choice);
+  if (!parsed) return parsed.status();
+  return std::optional<ProcessCredentials>(parsed.value());
 }
 
 }  // namespace cudaagent

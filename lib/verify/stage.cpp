@@ -30,12 +30,17 @@ Status install_sandbox(VerifyOptions& options, const TorchEnv& torch, Session& s
                            options.settings.sandbox_summary);
 }
 
+// A record made from a workspace argument carries what the next stage needs to take it as input
+// (the pristine task and the candidate as a workspace), like a record that came in as JSONL.
 std::string verified_record(const std::string& id, const std::string& workspace,
-                            const std::string& task_source, const VerifyOutcome& outcome) {
+                            const std::string& task_source, const std::string& model_py,
+                            const VerifyOutcome& outcome) {
   std::string out;
   JsonWriter json(out);
-  json.begin_object().field("id", id).field("workspace", workspace);
-  json.field("task_source", task_source).key("verify").raw(outcome.json).end_object();
+  json.begin_object().field("id", id).field("workspace", workspace).field("task_source", task_source);
+  json.key("task").begin_object().field("model_py", model_py).end_object();
+  json.key("candidate").begin_object().field("workspace", workspace).end_object();
+  json.key("verify").raw(outcome.json).end_object();
   out.push_back('\n');
   return out;
 }
@@ -112,7 +117,7 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
     } else {
       session.log.info(cudaagent::quoted(dir) + ": " + std::string(verdict_name(outcome.value().verdict)) +
                        " (" + outcome.value().reason + ")");
-      line = verified_record(request.id, request.workspace_dir, task_source, outcome.value());
+      line = verified_record(request.id, request.workspace_dir, task_source, request.model_py, outcome.value());
     }
     if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
@@ -178,24 +183,27 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
       ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_option("--checks", s.checks, "Fresh input sets to compare")->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_option("--atol", s.compare.atol, "Absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", s.compare.rtol, "Relative tolerance")->capture_default_str();
+  app.add_option("--atol", s.atol, "Absolute tolerance, scaled down for outputs smaller than 1 "
+                 "(see the man page)")->capture_default_str();
+  app.add_option("--rtol", s.rtol, "Relative tolerance")->capture_default_str();
   app.add_option("--python", s.python, "Interpreter with torch (default: the first python3 that "
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
   app.add_option("--cache-dir", s.cache_dir, "Build objects and discovery cache (default: "
                  "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
-  app.add_option("--timeout", s.candidate_timeout_seconds, "Wall-clock limit of the candidate "
-                 "process in seconds")->capture_default_str();
+  app.add_option("--timeout", s.call_timeout_seconds, "Wall-clock limit of one call of the "
+                 "candidate in seconds")->capture_default_str();
+  app.add_option("--load-timeout", s.load_timeout_seconds, "Wall-clock limit of loading the task "
+                 "or the candidate (imports, model build) in seconds")->capture_default_str();
   app.add_option("--bwrap", options.bwrap, "The bubblewrap program")->capture_default_str();
   app.add_flag("--allow-unsandboxed", options.allow_unsandboxed, "Run untrusted code even when "
                "the OS sandbox is below the minimum (never for rewards)");
   app.add_flag("--no-sandbox", options.no_sandbox, "Do not use the OS sandbox at all (needs "
                "--allow-unsandboxed)");
+  app.add_option("--candidate-user", options.candidate_user, "User the candidate's code runs as: "
+                 "auto (nobody when run as root in the sandbox: the process limit does not bind "
+                 "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each candidate's job directory");
-  app.add_flag("--prefetch-reference", s.prefetch_reference, "After each candidate, make the next "
-               "reference of its task (fresh seed) while the next candidate is written: for an "
-               "agent's loop over one task");
   app.add_flag("--check", options.check, "Only compile each workspace's kernels/*.cu with NVRTC "
                "for diagnostics (a fraction of a second; nothing is built or run)");
 }
@@ -211,8 +219,13 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   auto verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();
   if (auto status = install_sandbox(options, verifier.value().torch(), session); !status) return status;
-  // Every sandboxed process of a verification (its workers, the compilers) ends within a fraction
-  // of a second of a stop request; what the stop cut short is then INFRA_ERROR, never stored.
+  auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
+  if (!user) return Status::error("--candidate-user: " + user.status().message());
+  options.settings.candidate_user = user.value();
+  // A stop request reaches every wait of the evaluation session (settings.stop) and, through the
+  // sandbox hook, every sandboxed process of a verification (its workers, the compilers): they end
+  // within a fraction of a second of it; what the stop cut short is never written or stored.
+  options.settings.stop = &session.stop_signal;
   options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);

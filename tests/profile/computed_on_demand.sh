@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Timed calls return garbage at once; only the outputs the driver asks to check are computed, on
-# demand (the candidate patches the timing harness it shares a process with). The checked
-# outputs are right, but the fingerprints taken when the round ended are of the garbage: FLAG_HACK.
+# Timed calls return garbage at once, hoping that only the outputs the driver asks to check get
+# computed, on demand (the candidate tries to patch the harness it shares a process with). Every
+# timed call is a checked call, judged from the output buffer the moment it answers: the first
+# one is FAIL_INCORRECT.
 source "$(dirname "$0")/lib.sh"
 ws=$(workspace lazy "import sys
 import torch.nn as nn
@@ -34,7 +35,6 @@ if harness is not None and hasattr(harness, 'Session'):
 
     harness.Session.write_output = write_output")
 profile "$ws" >"$scratch/out.json" || fail "exited $?"
-[[ $(field .profile.verdict "$scratch/out.json") == FLAG_HACK ]] || fail "$(jq -c '.profile | {verdict, reason, checks}' "$scratch/out.json" | cut -c1-600)"
-[[ $(jq -r '.profile.checks.calls[0] | "\(.match) \(.fingerprint_match)"' "$scratch/out.json") == "true false" ]] ||
-  fail "expected a matching output with a mismatched fingerprint: $(jq -c .profile.checks "$scratch/out.json")"
+[[ $(field .profile.verdict "$scratch/out.json") == FAIL_INCORRECT ]] || fail "$(jq -c '.profile | {verdict, reason, checks}' "$scratch/out.json" | cut -c1-600)"
+field .profile.reason "$scratch/out.json" | grep -q "timed call 0" || fail "reason: $(field .profile.reason "$scratch/out.json")"
 echo ok

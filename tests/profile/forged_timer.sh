@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Research §7 case 24: the candidate patches time.perf_counter (on the GPU it would be
-# torch.cuda.Event.elapsed_time) so that its calls look ten times faster than they are. The host
-# clock around each round sees the real time: host_overhead_excess, FLAG_HACK, no reward.
+# Attack catalog case 24: the candidate patches time.perf_counter (on the GPU it would be
+# torch.cuda.Event.elapsed_time) so that its calls look ten times faster than they are, and sleeps
+# 1 ms in every call. No clock in its process is read: the session's owner times every call on its
+# own clock, so the sleep is in its time and the forgery changes nothing.
 source "$(dirname "$0")/lib.sh"
 ws=$(workspace forger "import time
 import torch.nn as nn
@@ -22,7 +23,9 @@ class ModelNew(nn.Module):
         time.sleep(0.001)
         return cuda_extension.bias_relu_scale(x, self.bias, 2.0)")
 profile "$ws" >"$scratch/out.json" || fail "exited $?"
-[[ $(field .profile.verdict "$scratch/out.json") == FLAG_HACK ]] || fail "$(jq -c '.profile | {verdict, reason, times_ms, host_ms}' "$scratch/out.json" | cut -c1-900)"
-[[ $(jq -r '.profile.flags[] | select(.name == "host_overhead_excess") | .raised' "$scratch/out.json") == true ]] ||
-  fail "host_overhead_excess not raised: $(jq -c .profile.flags "$scratch/out.json")"
+[[ $(field .profile.verdict "$scratch/out.json") == PASS ]] || fail "$(jq -c '.profile | {verdict, reason}' "$scratch/out.json" | cut -c1-900)"
+median=$(field .profile.times_ms.candidate.median "$scratch/out.json")
+awk -v m="$median" 'BEGIN { exit !(m >= 0.9) }' || fail "the candidate's 1 ms sleep is not in its time: median $median ms"
+speedup=$(field .profile.speedup.eager.median "$scratch/out.json")
+awk -v s="$speedup" 'BEGIN { exit !(s < 1) }' || fail "a forged timer earned a speedup: $speedup"
 echo ok

@@ -12,7 +12,8 @@ for arm in eager candidate; do
 done
 [[ $(field '.profile.compile.status // .profile.baselines.compile.status' "$scratch/ws.json") == unavailable* ]] ||
   fail "torch 1.13 has no torch.compile, and the record should say so"
-[[ $(field '.profile.checks.count' "$scratch/ws.json") -ge 4 ]] || fail "no hidden checks ran"
+[[ $(field '.profile.checks.calls' "$scratch/ws.json") -ge 12 ]] || fail "not every timed call was checked"
+[[ $(field '.profile.checks.all_checked' "$scratch/ws.json") == true ]] || fail "not every timed call was checked"
 [[ $(field '.profile.speedup.eager.ci95 | length' "$scratch/ws.json") == 2 ]] || fail "no speedup interval"
 
 # JSONL: a PASS record is timed; a FAIL_INCORRECT record passes unchanged; garbage is an error record.

@@ -49,7 +49,7 @@ wait "$reaper_pid" || code=$?
 [[ ! -e $scratch/out.jsonl ]] || fail "a stopped run presented out.jsonl as complete"
 [[ $(jq -r .id "$scratch/out.jsonl.partial") == good ]] || fail "out.jsonl.partial: $(cat "$scratch/out.jsonl.partial" 2>&1)"
 ls "$scratch" | grep -q '\.tmp\.' && fail "a temporary file was left"
-grep -q "stopped by SIGTERM" "$scratch/err2" || fail "no message about the stop: $(cat "$scratch/err2")"
+grep -q "stopped by signal 15 (SIGTERM)" "$scratch/err2" || fail "no message about the stop: $(cat "$scratch/err2")"
 grep -q "out.jsonl.partial" "$scratch/err2" || fail "the message does not name the partial file"
 
 echo "ok"

@@ -92,7 +92,7 @@ kill "$feeder" 2>/dev/null || true
 [[ ! -e $scratch/stopped.jsonl ]] || fail "a stopped run left stopped.jsonl"
 [[ $(wc -l <"$scratch/stopped.jsonl.partial") == 2000 ]] || fail "stopped.jsonl.partial: $(wc -l <"$scratch/stopped.jsonl.partial") records"
 jq -e .reward "$scratch/stopped.jsonl.partial" >/dev/null || fail "a torn record in the partial file"
-grep -q "stopped by SIGTERM" "$scratch/stop.err" || fail "no message about the stop: $(cat "$scratch/stop.err")"
+grep -q "stopped by signal 15 (SIGTERM)" "$scratch/stop.err" || fail "no message about the stop: $(cat "$scratch/stop.err")"
 
 # 6. Stores of shards merge into one; merging again adds nothing.
 for task in 0 1; do

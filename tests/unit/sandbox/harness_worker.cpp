@@ -4,6 +4,7 @@
 #include "cudaagent/sandbox/harness_worker.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -146,6 +147,62 @@ TEST_CASE_FIXTURE(WorkerFixture, "a worker runs jobs in fresh children and repor
   CHECK(result.value().outcome == ProcessResult::Outcome::kSignaled);
   CHECK(result.value().signal == SIGSEGV);
   CHECK(worker.starts() == 1);  // a crashed child costs no worker
+}
+
+TEST_CASE_FIXTURE(WorkerFixture, "scrubbed directories are empty when the next job starts") {
+  // In the sandbox these are the private /tmp and /dev/shm: what one candidate leaves there
+  // (files, folders, a FIFO) must not reach the next candidate of the same worker.
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  const std::string scratch = dir.file("scratch");
+  REQUIRE(::mkdir(scratch.c_str(), 0700) == 0);
+  HarnessJob leave = job("leave.py", "import os, sys\nd = sys.argv[1]\n"
+                                     "open(os.path.join(d, 'note'), 'w').write('x')\n"
+                                     "os.makedirs(os.path.join(d, 'deep', 'er'))\n"
+                                     "os.mkfifo(os.path.join(d, 'fifo'))\n");
+  leave.args = {scratch};
+  leave.scrub_dirs = {scratch};
+  auto left = worker.run(leave);
+  REQUIRE_MESSAGE(left, left.status().message());
+  CHECK(left.value().exit_code == 0);
+  HarnessJob look = job("look.py", "import os, sys\nprint(sorted(os.listdir(sys.argv[1])))\n");
+  look.args = {scratch};
+  auto seen = worker.run(look);
+  REQUIRE(seen);
+  CHECK(seen.value().err == "[]\n");
+  CHECK(::access(scratch.c_str(), F_OK) == 0);  // the directory itself stays
+}
+
+TEST_CASE("a job's process limit binds when the worker runs as another user than root") {
+  // RLIMIT_NPROC does not bind root, which is what the machines run as: the candidate's worker
+  // runs as nobody, where it does. Only root can start a worker as another user.
+  if (::geteuid() != 0 || ::access("/usr/bin/python3", X_OK) != 0) return;
+  TempDir dir;
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  write_file(dir.file("forks.py"),
+             "import os, time\nmade = failed = 0\nfor _ in range(40):\n"
+             "    try:\n        pid = os.fork()\n    except OSError:\n        failed += 1\n        continue\n"
+             "    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    made += 1\n"
+             "print(made, failed)\n");
+  REQUIRE(::chmod(dir.file("forks.py").c_str(), 0644) == 0);
+  HarnessWorkerOptions options;
+  options.process.argv = {"/usr/bin/python3", "-I", "-B", share_dir() + "/harness/worker.py"};
+  options.process.env = plain_env();
+  options.process.timeout_seconds = 0;
+  options.process.run_as = ProcessCredentials{65534, 65534};
+  options.log_path = dir.file("worker.log");
+  options.start_timeout_seconds = 30;
+  HarnessWorker worker(options);
+  HarnessJob job;
+  job.script = dir.file("forks.py");
+  job.timeout_seconds = 60;
+  job.limits.processes = 8;
+  auto result = worker.run(job);
+  REQUIRE_MESSAGE(result, result.status().message());
+  int made = -1, failed = -1;
+  REQUIRE(std::sscanf(result.value().err.c_str(), "%d %d", &made, &failed) == 2);
+  CHECK(failed > 0);
+  CHECK(made < 8);
+  CHECK(result.value().stray_processes == made);  // and the worker ended them
 }
 
 TEST_CASE_FIXTURE(WorkerFixture, "a hung job or a killed worker costs one job, and the next gets a fresh worker") {

@@ -29,6 +29,12 @@ bool read_whole_file(const std::string& path, std::string& bytes);
 // symbolic link", "'x': 5000000 bytes, more than the limit of 1048576").
 Status read_untrusted_file(const std::string& path, std::size_t max_bytes, std::string& bytes);
 
+// Makes the tree below `dir` readable (and its folders traversable) by every user: folders 0755,
+// files 0644, links left alone and never followed; `dir` itself becomes 0755. For a build handed to
+// a process that runs as another, unprivileged user (the candidate's runner). A Status naming the
+// first path that could not be changed.
+Status open_tree_for_reading(const std::string& dir);
+
 // Removes a directory tree when it goes out of scope, unless asked to keep it (--keep-job-dirs):
 // the job directories of verify, filter and profile.
 class RemovedTree {

@@ -1,43 +1,36 @@
-// The profiler: one verified candidate in, one "profile" value out (cudaagent(7),
-// TIMING). The trusted side (this code) builds the candidate as verify does,
-// loads the pristine task in a clean baseline process and the candidate in a sandboxed one, both
-// kept alive as interactive timing sessions, and runs alternating rounds on an exclusive device.
-// It times every round on its own monotonic clock, accepts the candidate's per-call times only when
-// that clock agrees, checks the outputs of hidden timed calls against the baseline's, and caches
-// baseline samples by task x device x torch x settings.
-//
-// Kernel trace (--kernel-trace, CUDA only): ProfileSettings::kernel_trace_library is the CUPTI
-// injection library (lib/cuda/cupti_inject/). The candidate's worker gets
-// CUDA_INJECTION64_PATH=<it> and the library readable in its sandbox; each timing session gets
-// --kernel-trace-out <candidate out>/<job>/kernels.trace (timing.py exports it as
-// CUDAAGENT_CUPTI_OUT before CUDA starts) and is asked to flush after its last round. This side
-// records every candidate command's window on CLOCK_MONOTONIC, reads the trace as hostile input
-// and runs the kernel gates of profile_kernels.h; the profile's "kernels" key is the table of the
-// top timed kernels and "kernel_trace" the rest.
+// The profiler: one verified candidate in, one "profile" value out (cudaagent(7), TIMING). The
+// trusted side (this code) builds the candidate as verify does (a cache hit after verify) and times
+// it in the task's evaluation session (evaluation/evaluator.h) beside the baselines: eager and
+// torch.compile of the pristine task in a clean runner, and a "null" model that does no work, whose
+// time is the cost of a call itself. Rounds alternate the arms in a random order on the same fresh
+// inputs, on an exclusive device. Every call of every arm is timed by the session's owner on its
+// own clock and every candidate call's output is checked, so there is nothing for a candidate to
+// forge and no call of it that is timed but not judged. Baseline samples are cached by
+// task x device x torch x settings.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
 #include "cudaagent/base/session.h"
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/extension_build.h"
-#include "cudaagent/candidate/tensor_compare.h"
 #include "cudaagent/profile/gates.h"
-#include "cudaagent/profile/kernels.h"
 #include "cudaagent/profile/report.h"
 #include "cudaagent/profile/timing_stats.h"
 #include "cudaagent/records/result_store.h"
 #include "cudaagent/records/verdict.h"
+#include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/sandbox/setup.h"
 #include "cudaagent/sandbox/torch_env.h"
 
 namespace cudaagent {
 
 struct ProfileSettings {
-  std::string device = "cuda";          // "cuda", or "cpu" (time.perf_counter, no L2 flush)
+  std::string device = "cuda";          // "cuda", or "cpu" (no L2 flush)
   std::string python;                   // empty: the first python3 that imports torch
   std::string cache_dir;                // build objects, torch discovery, device locks
   std::string scratch_dir = "/tmp";
@@ -49,23 +42,22 @@ struct ProfileSettings {
   int rounds = 10;                      // alternating rounds per arm
   double round_ms = 20;                 // timed work per round and arm (sets calls per round)
   int min_calls = 3;
-  int max_calls = 200;
-  double pool_bytes = double(std::uint64_t{2} << 30);  // fresh inputs alive in one round, at most
+  int max_calls = 32;
   double warmup_ms = 200;               // per arm, before any timed round
   int warmup_calls = 3;
-  int hidden_checks = 1;                // random timed calls checked per candidate round, plus the last
-  CompareOptions compare;               // tolerances of the hidden checks (verify's defaults)
-  GateSettings flags;                   // speedup ceiling, timer and clock tolerances
-  OverheadSettings overhead;            // host-clock gate on the candidate's timer
+  double atol = 1e-2;                   // tolerances of the checks (verify's defaults)
+  double rtol = 1e-2;
+  GateSettings flags;                   // speedup ceiling, roofline floor
   double bandwidth_gbs = 4800;          // roofline floor (H200 HBM3e); 0 disables; CPU: not used
   bool fresh_baselines = false;         // measure baselines even when the store has them
-  double init_timeout_seconds = 900;    // a session's load and warm-up (torch.compile included)
-  double round_timeout_seconds = 120;   // one round or check
+  double load_timeout_seconds = 900;    // the task's session, a runner's start, a compile warm-up
+  double call_timeout_seconds = 60;     // one call
   double lock_timeout_seconds = 3600;   // waiting for the device
-  std::string kernel_trace_library;     // CUPTI injection library (see the file comment); empty: none
-  KernelPolicy kernel_policy;           // what the kernel gates allow (torch fallback share, ...)
   SandboxHook sandbox;                  // not set: processes run unsandboxed
   std::string sandbox_summary = "none";
+  std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
+  const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };
 
@@ -81,8 +73,6 @@ struct ProfileOutcome {
   std::string reason;
   std::string json;                        // the value of the record's "profile" key
 };
-
-struct ProfileWorkers;
 
 class Profiler {
  public:
@@ -111,15 +101,15 @@ class Profiler {
   const ProfileSettings& settings() const { return settings_; }
 
  private:
-  Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<ProfileWorkers> workers);
+  Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator);
   // One measurement; `flagged_on_stored` is set when it withheld reward with stored baselines.
   Result<ProfileOutcome> profile_once(const ProfileRequest& request, bool use_store,
                                       const std::function<void(const std::string&)>& log,
                                       bool& flagged_on_stored);
   ProfileSettings settings_;
   TorchEnv torch_;
-  std::unique_ptr<ProfileWorkers> workers_;
-  std::string harness_hash_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::uint64_t jobs_ = 0;
   ResultStore* store_ = nullptr;
   std::string lock_name_;  // the device's lock, named at the first profile (by GPU UUID)
 };

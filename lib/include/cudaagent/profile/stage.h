@@ -17,7 +17,7 @@ struct ProfileOptions {
   std::string task;           // --task: the pristine model.py for workspace mode
   SandboxFlags sandbox;
   bool brief = false;         // --brief: a few plain lines per workspace instead of records
-  bool kernel_trace = false;  // --kernel-trace: the injection library installed beside the programs
+  std::string candidate_user = "auto";  // --candidate-user
   bool remeasure = false;     // --remeasure: time candidates even when the store has their profile
 };
 

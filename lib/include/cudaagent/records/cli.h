@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cudaagent/base/session.h"
@@ -86,12 +87,12 @@ void add_common_flags(CLI::App& app, CommonOptions& options);
 // Adds --progress-every alone (for a stage that takes few of the common flags).
 void add_progress_flag(CLI::App& app, CommonOptions& options);
 
-
 // Parses the command line, resolves the shard (choose_shard), installs handlers (SIGINT, SIGTERM,
 // SIGHUP set the session's stop signal; SIGPIPE ignored), builds the Session and runs `body`.
 // Returns the exit code: --help/--version 0 (printed on stdout); usage errors 2; a failed Status 1
 // (message on stderr); a stop signal N, after the body returned, 128+N (with a message, except
 // for a closed pipe); StageEnd::kPipeClosed 141.
+// `common.versions` are added to --version's list (libraries only this program links).
 int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, int argc,
              char** argv, const std::function<Result<StageEnd>(Session&)>& body);
 

@@ -45,6 +45,10 @@ struct HarnessJob {
   double timeout_seconds = 60;      // from the request until the answer
   ProcessLimits limits;             // applied in the child: cpu, address space, file size
   std::size_t output_cap = std::size_t{1} << 20;  // child's stdout+stderr kept
+  // Emptied by the worker once the job and everything it started have ended: the sandbox's private
+  // /tmp and /dev/shm, so the next job starts from fresh, empty writable space. Never set this for
+  // a worker that runs outside a sandbox (it would empty the host's directories).
+  std::vector<std::string> scrub_dirs;
 };
 
 class HarnessWorker;

@@ -44,6 +44,14 @@ struct ProcessCredentials {
   gid_t gid = 0;
 };
 
+// "UID" or "UID:GID" (numbers). A Status saying what is wrong otherwise.
+Result<ProcessCredentials> parse_credentials(std::string_view text);
+
+// The user a candidate's code runs as: "none" (the caller's own), "auto" (the conventional
+// unprivileged nobody, 65534:65534, when the caller is root and the code runs sandboxed: the
+// kernel's process limit does not bind root; otherwise the caller's own), or "UID[:GID]".
+Result<std::optional<ProcessCredentials>> resolve_candidate_user(std::string_view choice, bool sandboxed);
+
 struct ProcessSpec {
   // argv[0] names the program: a path with a '/' is used as is (relative to working_dir); a bare
   // name is looked up in the PATH entry of `env` (empty PATH entries are skipped, there is no

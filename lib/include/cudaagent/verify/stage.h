@@ -21,6 +21,7 @@ struct VerifyOptions {
   bool no_sandbox = false;        // do not even try the sandbox (trusted code, debugging)
   std::string bwrap = "bwrap";
   bool check = false;             // --check: NVRTC diagnostics only, nothing is run
+  std::string candidate_user = "auto";  // --candidate-user
   // The NVRTC checker (lib/cuda); the tool sets it when built with the CUDA Toolkit.
   std::function<Result<std::vector<CudaFileCheck>>(const std::map<std::string, std::string>&,
                                                    const NvrtcCheckOptions&)>

@@ -1,21 +1,21 @@
-// The verifier: one candidate in, one verdict out (cudaagent(7), SANDBOX and VERDICTS). The trusted side (this code)
-// snapshots the candidate, builds it, runs the pristine reference in its own process with a private
-// seed, runs the candidate in another, sandboxed process, and compares the outputs itself. Nothing
-// the candidate process says can raise a verdict: its report can only lower one.
+// The verifier: one candidate in, one verdict out (cudaagent(7), SANDBOX and VERDICTS). The
+// trusted side (this code) snapshots the candidate, applies the static policy, builds it, and
+// makes its checks through the task's evaluation session (evaluation/evaluator.h): each check is a
+// call on fresh inputs from a private seed, judged by the session's owner against the pristine
+// reference. Nothing the candidate's process says can raise a verdict: its account can only lower
+// one. The judgement itself is decision.h, a pure function of the facts gathered here.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include "cudaagent/base/session.h"
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/extension_build.h"
-#include "cudaagent/candidate/tensor_compare.h"
+#include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/records/result_store.h"
 #include "cudaagent/records/verdict.h"
-#include "cudaagent/sandbox/harness_worker.h"
 #include "cudaagent/sandbox/runner.h"
 #include "cudaagent/sandbox/torch_env.h"
 
@@ -23,26 +23,23 @@ namespace cudaagent {
 
 struct VerifySettings {
   std::string device = "cuda";    // "cuda", or "cpu" for CPU tasks whose kernels are plain C++
-  int checks = 5;                 // fresh input sets
-  CompareOptions compare;         // atol = rtol = 1e-2 by default
+  int checks = 5;                 // calls on fresh inputs
+  double atol = 1e-2;             // tolerances (man/cudaagent-verify.1, CORRECTNESS)
+  double rtol = 1e-2;
   std::string python;             // interpreter; empty: the first python3 that imports torch
   std::string cache_dir;          // torch discovery, objects, precompiled headers
   BuildOptions build;
-  double reference_timeout_seconds = 600;
-  double candidate_timeout_seconds = 300;
+  double load_timeout_seconds = 600;  // the task's session, a runner's start
+  double call_timeout_seconds = 60;   // one call
   std::string policy_path;        // allowed ATen ops; empty: share/harness/policy.json
-  std::string scratch_dir = "/tmp";  // job directories are created (0700) and removed here
+  std::string scratch_dir = "/tmp";  // the session's private root is created (0700) and removed here
   bool keep_job_dirs = false;     // for debugging the harness
-  // After each candidate, start the next reference of its task (fresh private seed) while the
-  // agent edits: the next candidate of that task skips the wait for its reference. A candidate of
-  // another task waits for it to end first, so use it where candidates of one task follow each
-  // other (an agent's episode), not on mixed batches.
-  bool prefetch_reference = false;
-  // Wraps a process in the OS sandbox: it may read `readable` (besides the system and the
-  // harness) and write only `writable`. Not set: processes run unsandboxed (the tool refuses that
+  // Wraps a process in the OS sandbox. Not set: processes run unsandboxed (the tool refuses that
   // unless the user asks for it).
   SandboxWrapper sandbox;
   std::string sandbox_summary = "none";
+  std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 
 // A candidate to verify. Either a workspace directory or a files map; the reference source always
@@ -60,13 +57,10 @@ struct VerifyOutcome {
   std::string json;  // the value of the record's "verify" key
 };
 
-// The verifier's two warm workers and the directories they see (verify.cpp).
-struct VerifyWorkers;
-
 class Verifier {
  public:
-  // Finds torch for settings.python (discovery cached in settings.cache_dir). A Status when no
-  // usable Python with torch exists: nothing can be verified.
+  // Finds torch for settings.python (discovery cached in settings.cache_dir) and prepares the
+  // evaluation session's root. A Status when no usable Python with torch exists.
   static Result<Verifier> create(VerifySettings settings);
 
   Verifier(Verifier&&) noexcept;
@@ -74,16 +68,12 @@ class Verifier {
   ~Verifier();
 
   // Verifies one candidate. Every failure of the candidate is a verdict; INFRA_ERROR when the
-  // machinery failed (the reference crashed, the sandbox could not start, disk full). A Status only
+  // machinery failed (the task does not load, the sandbox cannot start, disk full). A Status only
   // when the request itself is unusable (the workspace directory cannot be read).
-  //
-  // The reference and the candidate run in two warm workers (HarnessWorker), each in its own
-  // sandbox, started at the first call and kept for the next: a fresh forked child per job, so a
-  // candidate pays no interpreter start or torch import after the first.
   Result<VerifyOutcome> verify(const VerifyRequest& request);
 
-  // Starts both workers now, so the first candidate is not charged for it; returns the seconds.
-  Result<double> warm_up();
+  // Starts the session's workers now, so the first candidate is not charged for it.
+  void warm_up();
 
   // Keep verdicts in `store` (not owned; null: none), keyed by job_key(): a candidate whose key
   // is stored is not run again, its stored verdict is returned with "store": {"hit": true}.
@@ -96,14 +86,16 @@ class Verifier {
   std::string job_key(const std::string& model_py, const std::string& snapshot_hash) const;
 
   const TorchEnv& torch() const { return torch_; }
+  // The session the checks run in (an agent loop may time the same candidate in it).
+  Evaluator& evaluator() { return *evaluator_; }
 
  private:
-  Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<VerifyWorkers> workers);
+  Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator);
   VerifySettings settings_;
   TorchEnv torch_;
-  std::unique_ptr<VerifyWorkers> workers_;
-  std::string harness_hash_;  // of the harness scripts and the policy, read once
+  std::unique_ptr<Evaluator> evaluator_;
   ResultStore* store_ = nullptr;
+  std::uint64_t jobs_ = 0;
 };
 
 }  // namespace cudaagent

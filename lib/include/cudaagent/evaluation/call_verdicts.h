@@ -1,0 +1,33 @@
+// How a session's call outcomes read as verdicts, once for verify and profile: a call that ended
+// the session (timeout, crash, exception, memory), a check that did not match (a foreign output
+// type is a rules violation; anything else a wrong answer), and how a runner process ended.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cudaagent/evaluation/evaluator.h"
+#include "cudaagent/records/verdict.h"
+
+namespace cudaagent {
+
+struct CallVerdict {
+  Verdict verdict = Verdict::kFailRuntime;
+  std::string reason;
+};
+
+// "resource" (killed by a limit: SIGKILL, SIGXCPU, SIGXFSZ, or out of memory), "timeout", or
+// "runtime".
+std::string classify_runner_end(const ProcessResult& process);
+
+// A runner process that ended (`when`: "failed before its first call", "ended during call 3").
+CallVerdict verdict_of_process(const ProcessResult& process, const std::string& when);
+
+// A batch that stopped early; `ended` is how the runner process ended, when it did.
+CallVerdict verdict_of_stop(const CallStop& stop, std::size_t first_call_index,
+                            const std::optional<ProcessResult>& ended);
+
+// A check that did not match (`what`: "check 2", "timed call 17").
+CallVerdict verdict_of_check(const CallCheck& check, const std::string& what);
+
+}  // namespace cudaagent

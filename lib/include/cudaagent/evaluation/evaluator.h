@@ -1,0 +1,172 @@
+// One evaluation session per task, shared by verify and profile: the trusted owner process
+// (share/harness/session_owner.py: the pristine task, the inputs, the right answers, the clock and
+// the judgement) and runners attached to it (session_runner.py: the candidate in the OS sandbox,
+// the baseline models in a clean process). Every call is made, timed and checked the same way, so a
+// runner cannot tell a timed call from a checked one, and no verdict rests on what a runner says:
+// the owner reads the output buffer it shares with the runner and times the call on its own clock.
+//
+// The three processes are children of three warm harness workers (sandbox/harness_worker.h), each
+// in its own sandbox. The candidate's sandbox can read the built workspace, the task's weights and
+// its own socket directory and write nothing but a private, size-capped /tmp and /dev/shm that are
+// emptied after every candidate. A session of the same task stays open across candidates (an
+// agent's loop); another task ends it.
+//
+// Not thread-safe: one Evaluator per thread of work.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudaagent/base/status.h"
+#include "cudaagent/sandbox/process.h"
+#include "cudaagent/sandbox/runner.h"
+#include "cudaagent/sandbox/torch_env.h"
+
+namespace cudaagent {
+
+struct EvaluationSettings {
+  std::string device = "cuda";       // "cuda" or "cpu"
+  std::string cache_dir;             // where the task sessions' private root is not (see scratch)
+  std::string scratch_dir = "/tmp";  // the private root (0700) of sockets, weights and workspaces
+  bool keep_dirs = false;            // for debugging the harness
+  std::string policy_path;           // allowed ATen operators; empty: share/harness/policy.json
+  std::string compile_mode = "default";  // the baseline's torch.compile mode; "none": no compile arm
+  double atol = 1e-2;
+  double rtol = 1e-2;
+  double load_timeout_seconds = 600;  // a runner's start: imports, model build, connection
+  std::uint64_t runner_data_bytes = std::uint64_t{16} << 30;  // RLIMIT_DATA of runners (host memory)
+  SandboxWrapper sandbox;             // not set: everything runs unsandboxed
+  // Runs the candidate's worker as this user (never root: RLIMIT_NPROC does not bind root), with
+  // `candidate_processes` as its process limit. Not set: the caller's user, no process limit.
+  std::optional<ProcessCredentials> candidate_user;
+  std::uint64_t candidate_processes = 256;
+  // The share of the candidate's calls run under the operator audit, chosen at random per call by
+  // the owner (the runner's first call always). The audit's Python dispatch costs time, so an
+  // audited call is checked but left out of the timing.
+  double audit_fraction = 1.0;
+  // A stop request (a signal number, 0 for none; usually the session's): every wait of the
+  // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
+  // Status saying so, so SIGTERM stops a verification inside a call, not after it.
+  const std::atomic<int>* stop = nullptr;
+};
+
+// What the owner learned from the task: the layout of a call's inputs and outputs.
+struct TaskInfo {
+  std::string task_hash;          // SHA-256 of model.py
+  std::string layout_json;        // the owner's "init" reply (inputs, outputs, device, phases)
+  double input_bytes = 0;
+  double output_bytes = 0;
+  double seconds = 0;             // to open: the owner's start and model build
+};
+
+// The owner's judgement of one call's output (compare.py); the record's check fields.
+struct CallCheck {
+  bool match = false;
+  std::string failure;  // "none", "format", "values", "degenerate", "inputs_modified"
+  std::string reason;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  std::int64_t mismatched = 0;
+  std::string worst;
+};
+
+struct CallResult {
+  std::uint64_t seed = 0;
+  double host_ms = 0;               // the owner's clock, from the inputs' copy to the answer
+  std::optional<CallCheck> check;   // absent when the runner answered with an error
+  std::string runner_json;          // what the runner said beside its answer (untrusted, for people)
+  bool audited = false;             // ran under the operator audit: checked, but not a timing sample
+};
+
+// Why a batch of calls ended early.
+struct CallStop {
+  std::size_t call = 0;
+  std::string why;     // "timeout", "runner ended", "runner error"
+  std::string detail;  // the runner's error text (untrusted, for people)
+};
+
+struct CallBatch {
+  std::vector<CallResult> calls;
+  std::optional<CallStop> stopped;
+  // The owner's own time around the calls (inputs, reference, prepare, judge), summed, in ms.
+  std::map<std::string, double> owner_ms;
+};
+
+// How an attached runner came up (its own account: untrusted, evidence only).
+struct RunnerStart {
+  bool ok = false;
+  std::string problem;                   // when !ok: why, for people
+  std::optional<ProcessResult> ended;    // when the runner ended before it was ready
+  std::string ready_json;                // its "ready" message
+  std::vector<std::string> sandbox_layers;
+  double seconds = 0;
+};
+
+// How a runner ended: its process (merged output in `err`, strays its worker ended) and what it
+// reported on its way out (the audit's findings: untrusted, can only lower a verdict).
+struct RunnerEnd {
+  ProcessResult process;
+  std::map<std::string, std::int64_t> forbidden_ops;
+  bool reported = false;
+};
+
+class Evaluator {
+ public:
+  // Prepares the private root; workers start on first use (or launch_workers). A Status when the
+  // root cannot be made.
+  static Result<std::unique_ptr<Evaluator>> create(EvaluationSettings settings, TorchEnv torch);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  // Starts the three workers without waiting, so their interpreter starts overlap a build.
+  void launch_workers();
+
+  // The owner session of `model_py`: the open one when it is the same task, else a new one (any
+  // attached runner is ended). A Status when the owner cannot start or the task cannot be loaded
+  // (its reason: the task is broken, an INFRA_ERROR for a verdict).
+  Result<TaskInfo> open_task(const std::string& model_py);
+
+  // Starts the candidate's runner on a built workspace (model_new.py and the extension) and
+  // attaches it. A runner that fails to come up is a RunnerStart with ok = false (the candidate's
+  // failure); a Status when the machinery failed.
+  Result<RunnerStart> attach_candidate(const std::string& work_dir);
+  // The baseline runner (eager, compile, null); started once per task.
+  Result<RunnerStart> attach_baseline();
+  bool baseline_attached() const;
+
+  // One call per seed on `arm` ("candidate" or "baseline") with `model` ("candidate", "eager",
+  // "compile", "null"). A Status when the owner failed.
+  Result<CallBatch> calls(const std::string& arm, const std::string& model,
+                          const std::vector<std::uint64_t>& seeds, double call_timeout_seconds,
+                          bool flush = true);
+
+  // Ends the candidate's runner: asks it to stop, then kills it if it does not. Its worker ends any
+  // process it left behind and empties its /tmp and /dev/shm.
+  Result<RunnerEnd> end_candidate();
+
+  // Fresh seeds from the OS's random source: the trusted side's secret until each call.
+  std::vector<std::uint64_t> fresh_seeds(std::size_t count);
+
+  // Where a candidate's built workspace must be for its runner to see it: a directory below it.
+  const std::string& candidate_root() const;
+  // Whether the last open_task() found its task already open (an agent's loop over one task).
+  bool task_reused() const;
+
+  const TorchEnv& torch() const;
+  const EvaluationSettings& settings() const;
+  // SHA-256 over the session scripts and the policy: what a stored result's key must include.
+  const std::string& harness_hash() const;
+
+ private:
+  struct State;
+  explicit Evaluator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cudaagent

@@ -1,0 +1,181 @@
+// Warm-up and alternating rounds in the task's evaluation session. Each round draws fresh seeds,
+// runs every arm on them in a random order (so drift and any effect of one arm on the next are
+// shared out), and keeps the owner's host times. The null model's calls measure the cost of a call
+// itself (copying inputs in and outputs out, the messages, the synchronisation); a low quantile of
+// all of them (not a round's median: on a loaded machine one disturbed round would wipe out every
+// sample of its round) is removed from every sample, so the times compare the work and only
+// noise above the cheapest calls remains in them. Removing less than the typical cost can only
+// shrink a speedup towards 1, never inflate it.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "cudaagent/evaluation/call_verdicts.h"
+#include "cudaagent/profile/report.h"
+#include "measurement.h"
+
+namespace cudaagent {
+namespace {
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Below this, a time is not told apart from the cost of a call: kept, never negative or zero.
+constexpr double kResolutionFloorMs = 1e-4;
+
+}  // namespace
+
+Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, const std::string& model,
+                                                    const std::vector<std::uint64_t>& seeds, double timeout) {
+  auto batch = evaluator_.calls(arm, model, seeds, timeout);
+  if (!batch) return batch.status();
+  CallBatch& b = batch.value();
+  for (const auto& [name, ms] : b.owner_ms) evidence_.owner_ms[name] += ms;
+  if (arm != "candidate") {
+    if (b.stopped) {
+      if (model == "compile") return std::optional<CallBatch>{};  // the caller drops the arm
+      return Status::error("the " + model + " baseline stopped: " + b.stopped->why + ": " + b.stopped->detail);
+    }
+    for (const CallResult& call : b.calls) {
+      if (model != "null" && call.check && !call.check->match) {
+        ++evidence_.baseline_mismatches;
+        if (evidence_.baseline_notes.empty()) {
+          evidence_.baseline_notes = model + " differs from the reference: " + call.check->reason;
+        }
+      }
+    }
+    return std::optional<CallBatch>(std::move(b));
+  }
+  if (b.stopped) {
+    // How the runner ended, when it did, is read by the caller from end_candidate(); the stop
+    // alone says enough for the verdict here.
+    const CallVerdict v = verdict_of_stop(*b.stopped, static_cast<std::size_t>(evidence_.checked_calls), std::nullopt);
+    evidence_.outcome = {v.verdict, v.reason};
+    return std::optional<CallBatch>{};
+  }
+  for (const CallResult& call : b.calls) {
+    ++evidence_.checked_calls;
+    if (!call.check) {
+      evidence_.outcome = {Verdict::kFailRuntime, "timed call " + std::to_string(evidence_.checked_calls - 1) +
+                                                      ": no output"};
+      return std::optional<CallBatch>{};
+    }
+    if (!call.check->match) {
+      const CallVerdict v = verdict_of_check(*call.check, "timed call " + std::to_string(evidence_.checked_calls - 1));
+      evidence_.outcome = {v.verdict, v.reason};
+      return std::optional<CallBatch>{};
+    }
+  }
+  return std::optional<CallBatch>(std::move(b));
+}
+
+Status Measurement::warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms) {
+  const auto started = std::chrono::steady_clock::now();
+  // The first call of torch.compile compiles (seconds): it gets the load limit.
+  double timeout = model == "compile" ? s_.load_timeout_seconds : s_.call_timeout_seconds;
+  while (true) {
+    auto done = batch(arm, model, evaluator_.fresh_seeds(static_cast<std::size_t>(s_.warmup_calls)), timeout);
+    if (!done) return done.status();
+    if (!done.value()) {
+      if (model == "compile" && !evidence_.outcome) {
+        evidence_.baselines.compile_status = "failed in warm-up";
+        last_ms.clear();
+      }
+      return Status::ok();
+    }
+    last_ms.clear();
+    for (const CallResult& call : done.value()->calls) last_ms.push_back(call.host_ms);
+    timeout = s_.call_timeout_seconds;
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    if (elapsed >= s_.warmup_ms) return Status::ok();
+  }
+}
+
+Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compile_available) {
+  const bool fresh = !cached.has_value();
+  std::vector<std::string> models = {"null", "candidate"};
+  if (fresh) {
+    models.push_back("eager");
+    if (s_.compile_mode != "none" && compile_available) models.push_back("compile");
+  }
+  evidence_.baselines.compile_status =
+      s_.compile_mode == "none" ? "not requested (--compile-mode none)"
+      : !compile_available      ? "unavailable: torch " + evidence_.torch->torch_version + " has no torch.compile"
+                                : "measured";
+  // Warm-up: each arm until warmup_ms of calls; the slowest arm sets the calls per round.
+  double slowest_ms = 0;
+  std::vector<double> null_ms;
+  for (const std::string& model : models) {
+    const std::string arm = model == "candidate" ? "candidate" : "baseline";
+    std::vector<double> last;
+    if (Status status = warm_up(arm, model, last); !status) return status;
+    if (evidence_.outcome) return Status::ok();
+    if (model == "compile" && last.empty()) {
+      models.erase(std::remove(models.begin(), models.end(), "compile"), models.end());
+      continue;
+    }
+    if (model == "null") null_ms = last;
+    slowest_ms = std::max(slowest_ms, median_of(last));
+  }
+  const double call_cost = median_of(null_ms);
+  const int calls = calls_per_round(std::max(slowest_ms - call_cost, kResolutionFloorMs), s_.round_ms,
+                                    s_.min_calls, s_.max_calls, 0, 0);
+  evidence_.baselines.calls_per_round = calls;
+
+  std::map<std::string, RoundSamples> raw;
+  std::vector<double> null_pool;
+  for (int round = 0; round < s_.rounds; ++round) {
+    const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
+    std::vector<std::string> order = models;
+    std::shuffle(order.begin(), order.end(), rng_);
+    std::map<std::string, std::vector<double>> host;
+    for (const std::string& model : order) {
+      const std::string arm = model == "candidate" ? "candidate" : "baseline";
+      auto done = batch(arm, model, seeds, s_.call_timeout_seconds);
+      if (!done) return done.status();
+      if (!done.value()) {
+        if (evidence_.outcome) return Status::ok();
+        return Status::error("the " + model + " baseline stopped during round " + std::to_string(round));
+      }
+      for (const CallResult& call : done.value()->calls) {
+        if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
+      }
+      if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
+    }
+    evidence_.call_cost_ms.push_back(median_of(host["null"]));
+    null_pool.insert(null_pool.end(), host["null"].begin(), host["null"].end());
+    for (auto& [model, times] : host) raw[model].push_back(times);
+  }
+  std::sort(null_pool.begin(), null_pool.end());
+  const double cost = null_pool.empty() ? 0.0 : null_pool[null_pool.size() / 10];
+  evidence_.call_cost_removed_ms = cost;
+  const auto net = [&](const std::string& model) {
+    RoundSamples out;
+    for (const auto& round : raw[model]) {
+      std::vector<double> samples;
+      for (double ms : round) samples.push_back(std::max(ms - cost, kResolutionFloorMs));
+      out.push_back(std::move(samples));
+    }
+    return out;
+  };
+  evidence_.candidate = net("candidate");
+  if (fresh) {
+    evidence_.baselines.eager = net("eager");
+    if (raw.count("compile")) evidence_.baselines.compile = net("compile");
+  }
+  if (fresh) {
+    evidence_.baselines_sound = true;
+  } else {
+    const std::string status = evidence_.baselines.compile_status;
+    evidence_.baselines = *cached;
+    evidence_.baselines_cached = true;
+    (void)status;
+  }
+  return Status::ok();
+}
+
+}  // namespace cudaagent

@@ -1,0 +1,86 @@
+// Internal to the profile area: what one profile measures and how. Measurement drives the task's
+// evaluation session through warm-up and alternating rounds; ProfileEvidence turns the samples
+// into the "profile" value (statistics, gates, verdict).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cudaagent/device/gpu_query.h"
+#include "cudaagent/evaluation/evaluator.h"
+#include "cudaagent/profile/profile.h"
+#include "cudaagent/profile/report.h"
+#include "cudaagent/profile/timing_report.h"
+
+namespace cudaagent {
+
+struct ProfileEvidence {
+  const ProfileSettings* settings = nullptr;
+  const TorchEnv* torch = nullptr;
+  std::chrono::steady_clock::time_point started;
+  std::string snapshot_hash;
+  std::vector<std::pair<std::string, double>> timings;
+  bool build_cached = false;
+  std::string baseline_key;
+  std::vector<Result<GpuReading>> clocks;  // before and after the rounds (CUDA only)
+
+  BaselineSamples baselines;       // eager and compile, the cost of a call removed
+  bool baselines_cached = false;
+  bool baselines_sound = false;    // complete, from this run: fit for the store
+  bool baselines_stored = false;
+  bool rechecked = false;  // a second measurement, because stored baselines flagged the candidate
+  RoundSamples candidate;          // the cost of a call removed
+  std::vector<double> call_cost_ms;  // per round: the null model's median host time
+  double call_cost_removed_ms = 0;   // removed from every sample: the null calls' 10th percentile
+  std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
+  std::int64_t checked_calls = 0;    // candidate calls whose output the owner judged
+  std::int64_t baseline_mismatches = 0;  // compile calls that did not match eager (noted)
+  std::string baseline_notes;
+  std::vector<std::string> sandbox_layers;
+  std::string candidate_stderr;
+  std::string task_layout_json = "{}";
+  // Set when the candidate failed (FAIL_RUNTIME, FAIL_TIMEOUT, FAIL_INCORRECT, FAIL_RESOURCE,
+  // REJECT_POLICY, FLAG_HACK).
+  std::optional<std::pair<Verdict, std::string>> outcome;
+
+  // The "profile" value from whatever has been collected, with this verdict.
+  ProfileOutcome finish(Verdict verdict, std::string reason);
+  // Statistics, gates and the verdict from a completed measurement.
+  ProfileOutcome decide();
+
+ private:
+  std::optional<TimingReport> report_;  // once the statistics are computed
+  std::vector<GateFinding> flags_;
+};
+
+// One profile's rounds in the task's session. The candidate's runner must be attached; the
+// baseline's is attached here when fresh baselines are wanted.
+class Measurement {
+ public:
+  Measurement(const ProfileSettings& settings, Evaluator& evaluator, ProfileEvidence& evidence)
+      : s_(settings), evaluator_(evaluator), evidence_(evidence) {}
+
+  // Warm-up and rounds. A Status is a failure of the machinery (INFRA_ERROR); the candidate's
+  // failures land in evidence.outcome and return ok.
+  // `compile_available`: the baseline's runner has a torch.compile model (torch has it).
+  Status run(const std::optional<BaselineSamples>& cached, bool compile_available);
+
+ private:
+  // One batch on an arm; a candidate failure (or a check that did not match) sets the outcome and
+  // returns nullopt; a Status when the machinery failed.
+  Result<std::optional<CallBatch>> batch(const std::string& arm, const std::string& model,
+                                         const std::vector<std::uint64_t>& seeds, double timeout);
+  Status warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms);
+
+  const ProfileSettings& s_;
+  Evaluator& evaluator_;
+  ProfileEvidence& evidence_;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace cudaagent

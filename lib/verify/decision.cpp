@@ -1,0 +1,69 @@
+// The verifier's verdict from its facts (decision.h has the order of precedence).
+#include "cudaagent/verify/decision.h"
+
+#include "cudaagent/evaluation/call_verdicts.h"
+
+namespace cudaagent {
+
+VerifyDecision decide_verify(const VerifyFacts& facts) {
+  if (facts.policy) return {facts.policy->verdict, facts.policy->reason};
+  if (facts.built && !facts.build_ok) {
+    return {facts.build_resource ? Verdict::kFailResource : Verdict::kFailCompile, facts.build_reason};
+  }
+  if (facts.infra) return {Verdict::kInfraError, *facts.infra};
+  if (!facts.start) return {Verdict::kInfraError, "the candidate was never started"};
+  if (!facts.start->ok) {
+    if (facts.start->ended) {
+      const CallVerdict v = verdict_of_process(*facts.start->ended, "failed before its first call");
+      return {v.verdict, v.reason};
+    }
+    if (facts.start->problem.find("did not get ready") != std::string::npos) {
+      return {Verdict::kFailTimeout, facts.start->problem};
+    }
+    return {Verdict::kFailRuntime, facts.start->problem};
+  }
+  if (facts.batch && facts.batch->stopped) {
+    std::optional<ProcessResult> ended;
+    if (facts.end) ended = facts.end->process;
+    const CallVerdict v = verdict_of_stop(*facts.batch->stopped, 0, ended);
+    return {v.verdict, v.reason};
+  }
+  if (facts.end) {
+    const ProcessResult& process = facts.end->process;
+    if (process.stray_processes > 0) {
+      // Nothing an honest candidate does leaves a process behind; one that outlives its calls
+      // could disturb the next candidates of this worker. The worker ended it.
+      return {Verdict::kFlagHack, "the candidate left " + std::to_string(process.stray_processes) +
+                                      " process(es) running after its calls (ended by the worker)"};
+    }
+    if (process.out_truncated || process.err_truncated) {
+      return {Verdict::kFailResource, "the candidate flooded its output (capture capped)"};
+    }
+    if (!facts.end->forbidden_ops.empty()) {
+      std::string names;
+      for (const auto& [name, count] : facts.end->forbidden_ops) {
+        names += (names.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+      }
+      return {Verdict::kRejectPolicy, "the candidate ran torch compute operators in forward: " +
+                                          names.substr(0, 300)};
+    }
+  }
+  if (!facts.batch) return {Verdict::kInfraError, "no call was made"};
+  std::size_t index = 0;
+  for (const CallResult& call : facts.batch->calls) {
+    if (!call.check) return {Verdict::kFailRuntime, "check " + std::to_string(index) + ": no output"};
+    if (!call.check->match) {
+      const CallVerdict v = verdict_of_check(*call.check, "check " + std::to_string(index));
+      return {v.verdict, v.reason};
+    }
+    ++index;
+  }
+  if (static_cast<int>(facts.batch->calls.size()) < facts.checks_wanted) {
+    return {Verdict::kInfraError, "only " + std::to_string(facts.batch->calls.size()) + " of " +
+                                      std::to_string(facts.checks_wanted) + " checks were made"};
+  }
+  return {Verdict::kPass, "all " + std::to_string(facts.batch->calls.size()) +
+                              " checks match the reference"};
+}
+
+}  // namespace cudaagent

@@ -1,0 +1,419 @@
+"""The owner of an evaluation session: the one trusted process that makes inputs, knows the right
+answers, times every call with its own clock and judges every output. Runs the pristine model.py
+and never any candidate code. One owner serves one task; runners (session_runner.py) attach to it.
+
+Why it is built this way: a runner that holds candidate code is hostile, so nothing it says is
+believed. The owner shares memory with each runner (shared_buffers.py): an input buffer the runner
+maps read-only and an output buffer it maps read-write. A call is: the owner draws fresh inputs
+from a seed in its private memory and computes the reference output (both before its clock starts),
+flushes the L2 cache, fills the output buffer with values no right answer has, starts its clock,
+copies the inputs into the shared buffer, tells the runner "call", waits for its reply, stops its
+clock, then compares the output buffer with the reference on the device. Every call is timed and
+checked the same way, so a runner cannot tell a timed call from a checked one; inputs exist in memory
+the runner can see only inside the owner's clock; and what the owner checks is memory it reads
+itself, not a report.
+
+Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3):
+  {"cmd": "init", "seed": S, "socket_dir": D, "state_dir": W, "atol", "rtol", "device"}
+      build Model from get_init_inputs() under seed S; write W/state.pt and W/init.pt for runners;
+      draw one input set to fix the layout. -> {"ok", "inputs": [...], "outputs": [...],
+      "input_bytes", "output_bytes", "device": {...}, "torch", "phases_s"}
+  {"cmd": "attach", "arm": NAME, "token": T, "timeout_s": X}
+      accept one runner on D/NAME/NAME.sock that presents T, hand it its two buffers, wait for its
+      "ready". -> {"ok", "runner": {its ready message, untrusted}}
+  {"cmd": "calls", "arm": NAME, "model": M, "seeds": [...], "timeout_s": X, "flush": true,
+   "audit_fraction": F}
+      one call per seed as above; the arm's first call and a random share F of the others run
+      under the runner's operator audit. -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
+      "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
+      ended" | "runner error", "detail"}, "owner_ms": {...}}
+  {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
+  {"cmd": "exit"}
+A failing command replies {"ok": false, "error": "..."}; the session stays usable when it can.
+"""
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import random
+import secrets
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare  # noqa: E402
+import shared_buffers  # noqa: E402
+from session_layout import flatten, layout_of, structure_of, views  # noqa: E402
+
+
+def load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _foreign_types(structure):
+    """The first type name in a runner's structure that is not a tensor, a number, None or a
+    sequence, or ''."""
+    if isinstance(structure, list):
+        if structure and structure[0] == "mismatch":  # a tensor of another dtype or shape
+            return ""
+        if len(structure) == 2 and structure[0] == "foreign":  # the runner met a non-tensor leaf
+            return str(structure[1]) or "?"
+        for item in structure[1:] if structure and structure[0] in ("tuple", "list") else structure:
+            found = _foreign_types(item)
+            if found:
+                return found
+        return ""
+    if structure in ("t", "b", "n", None) or not isinstance(structure, str):
+        return ""
+    return structure
+
+
+class Arm:
+    def __init__(self, name, conn, inputs, outputs):
+        self.name = name
+        self.conn = conn
+        self.inputs = inputs    # Buffer, read-only to the runner
+        self.outputs = outputs  # Buffer, written by the runner
+        self.in_views = []
+        self.out_views = []
+        self.calls = 0
+
+
+class Owner:
+    def __init__(self, args, torch):
+        self.args = args
+        self.torch = torch
+        self.device = args.device
+        self.cuda = self.device.startswith("cuda")
+        self.task = load_module("cudaagent_session_task", args.task)
+        self.arms = {}
+        self.flush_buffer = None
+        self.model = None
+        self.chooser = random.SystemRandom()
+
+    # Inputs: the task's own get_inputs(), seeded, made on the device where torch can.
+    def make_inputs(self, seed):
+        torch = self.torch
+        torch.manual_seed(int(seed) % (1 << 63))
+        if self.cuda and hasattr(torch.device("cuda"), "__enter__"):
+            try:
+                with torch.device(self.device):
+                    inputs = list(self.task.get_inputs())
+            except Exception:  # task code that cannot run under a default device: the usual way
+                torch.manual_seed(int(seed) % (1 << 63))
+                inputs = list(self.task.get_inputs())
+        else:
+            inputs = list(self.task.get_inputs())
+        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def init(self, command):
+        torch = self.torch
+        started = time.monotonic()
+        phases = {}
+        self.atol = float(command.get("atol", 1e-2))
+        self.rtol = float(command.get("rtol", 1e-2))
+        seed = int(command["seed"])
+        torch.manual_seed(seed % (1 << 63))
+        init_inputs = list(self.task.get_init_inputs())
+        self.model = self.task.Model(*init_inputs).to(self.device).eval()
+        state_dir = command["state_dir"]
+        torch.save(self.model.state_dict(), os.path.join(state_dir, "state.pt"))
+        torch.save(init_inputs, os.path.join(state_dir, "init.pt"))
+        phases["build_model"] = time.monotonic() - started
+        mark = time.monotonic()
+        inputs = self.make_inputs(seed ^ 0x5DEECE66D)
+        with torch.no_grad():
+            output = self.model(*inputs)
+        if self.cuda:
+            torch.cuda.synchronize()
+        phases["first_call"] = time.monotonic() - mark
+        self.input_leaves = flatten(torch, inputs, "input")
+        self.input_layout, self.input_bytes = layout_of(torch, self.input_leaves)
+        self.output_leaves = flatten(torch, output)
+        self.output_layout, self.output_bytes = layout_of(torch, self.output_leaves)
+        self.output_structure = structure_of(torch, output)
+        self.socket_dir = command["socket_dir"]
+        # Every kernel a call's own work uses (the comparison, the poison fill), once here: their
+        # first use loads them (seconds with lazily loaded, compressed kernel images), and that
+        # must not land in a candidate's first call.
+        mark = time.monotonic()
+        tensors = [(path, leaf) for path, leaf in flatten(torch, output) if isinstance(leaf, torch.Tensor)]
+        compare.compare_outputs(torch, tensors, [(path, leaf.clone()) for path, leaf in tensors],
+                                self.atol, self.rtol)
+        for _, leaf in tensors:
+            self.poison(leaf.clone())
+        for _, leaf in self.input_leaves:
+            if isinstance(leaf, torch.Tensor):
+                leaf.clone().copy_(leaf)
+        device = {"type": "cuda" if self.cuda else "cpu"}
+        if self.cuda:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+            flush = max(2 * l2, 256 << 20)
+            self.flush_buffer = torch.empty(flush, dtype=torch.uint8, device=self.device)
+            self.flush_buffer.zero_()
+            torch.cuda.synchronize()
+            device.update({"name": props.name, "l2_bytes": l2 or None, "flush_bytes": flush,
+                           "sm_count": props.multi_processor_count})
+        phases["warm_call_path"] = time.monotonic() - mark
+        return {"ok": True, "inputs": self.input_layout, "outputs": self.output_layout,
+                "output_structure": self.output_structure, "input_bytes": self.input_bytes,
+                "output_bytes": self.output_bytes, "device": device, "torch": torch.__version__,
+                "phases_s": phases}
+
+    def attach(self, command):
+        name = command["arm"]
+        if name in self.arms:
+            self.detach({"arm": name})
+        # Each arm's socket in its own directory: a runner's sandbox sees its own arm's alone.
+        path = os.path.join(self.socket_dir, name, f"{name}.sock")
+        if os.path.exists(path):
+            os.unlink(path)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server.bind(path)
+        os.chmod(path, 0o666)  # a runner may run as another user than the owner
+        server.listen(1)
+        server.settimeout(float(command.get("timeout_s", 300)))
+        try:
+            conn, _ = server.accept()
+        finally:
+            server.close()
+            os.unlink(path)  # nobody else connects to this arm
+        conn.settimeout(float(command.get("timeout_s", 300)))
+        hello = json.loads(conn.recv(4096) or b"{}")
+        if not secrets.compare_digest(str(hello.get("token", "")), str(command["token"])):
+            conn.close()
+            raise PermissionError(f"the runner on {name}.sock did not present the arm's token")
+        inputs = shared_buffers.Buffer.create(self.device, max(self.input_bytes, 1))
+        outputs = shared_buffers.Buffer.create(self.device, max(self.output_bytes, 1))
+        arm = Arm(name, conn, inputs, outputs)
+        arm.in_views = views(self.torch, inputs, self.input_layout)
+        arm.out_views = views(self.torch, outputs, self.output_layout)
+        layout = {"device": self.device, "input_bytes": inputs.size, "output_bytes": outputs.size,
+                  "inputs": self.input_layout, "outputs": self.output_layout,
+                  "output_structure": self.output_structure}
+        shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
+        ready = json.loads(conn.recv(1 << 16) or b"{}")
+        if not ready.get("ready"):
+            conn.close()
+            raise RuntimeError(f"the runner of {name} did not get ready: {str(ready)[:300]}")
+        self.arms[name] = arm
+        return {"ok": True, "runner": ready}
+
+    def detach(self, command):
+        arm = self.arms.pop(command["arm"], None)
+        if arm is None:
+            return {"ok": True, "runner": None}
+        report = None
+        try:
+            arm.conn.settimeout(5)
+            arm.conn.send(json.dumps({"cmd": "exit"}).encode())
+            report = json.loads(arm.conn.recv(1 << 16) or b"null")
+        except (OSError, ValueError):
+            pass
+        arm.conn.close()
+        arm.inputs.close()
+        arm.outputs.close()
+        return {"ok": True, "runner": report}
+
+    def poison(self, view):
+        """Fills an output slot with what no right answer holds: NaN, or random integers."""
+        torch = self.torch
+        if view.is_floating_point():
+            view.fill_(float("nan"))
+        elif view.dtype == torch.bool:
+            view.fill_(True)
+        else:
+            view.copy_(torch.randint(-(1 << 30), 1 << 30, view.shape, device=view.device).to(view.dtype))
+
+    def calls(self, command):
+        torch = self.torch
+        arm = self.arms[command["arm"]]
+        model = command.get("model", "candidate")
+        timeout = float(command.get("timeout_s", 60))
+        flush = bool(command.get("flush", True)) and self.flush_buffer is not None
+        # Which calls run under the runner's operator audit is chosen here, where the candidate
+        # cannot see it; an audited call is checked like any other but its time is not a sample.
+        audit_fraction = float(command.get("audit_fraction", 0.0))
+        results, stopped = [], None
+        # Where the owner's own time goes around the timed calls (inputs, reference, preparation,
+        # judgement), summed over the batch, in ms: the price of checking every call.
+        owner_ms = {"inputs": 0.0, "reference": 0.0, "prepare": 0.0, "judge": 0.0}
+        arm.conn.settimeout(timeout)
+        gc.disable()
+        try:
+            for index, seed in enumerate(command["seeds"]):
+                mark = time.perf_counter()
+                inputs = self.make_inputs(int(seed))
+                leaves = flatten(torch, inputs, "input")
+                scalars = []
+                for spec, (_, leaf) in zip(self.input_layout, leaves):
+                    if "dtype" in spec:
+                        if not isinstance(leaf, torch.Tensor) or list(leaf.shape) != spec["shape"] or \
+                                str(leaf.dtype).replace("torch.", "") != spec["dtype"]:
+                            raise ValueError(f"{spec['path']}: get_inputs() changed shape or dtype between "
+                                             f"seeds; a session needs a fixed layout")
+                    else:
+                        scalars.append(leaf)
+                owner_ms["inputs"] += (time.perf_counter() - mark) * 1e3
+                mark = time.perf_counter()
+                with torch.no_grad():
+                    expected = flatten(torch, self.model(*inputs))
+                if self.cuda:
+                    torch.cuda.synchronize()
+                owner_ms["reference"] += (time.perf_counter() - mark) * 1e3
+                mark = time.perf_counter()
+                for view in arm.out_views:
+                    if view is not None:
+                        self.poison(view)
+                if flush:
+                    self.flush_buffer.zero_()
+                if self.cuda:
+                    torch.cuda.synchronize()
+                audited = audit_fraction > 0 and (arm.calls == 0 or self.chooser.random() < audit_fraction)
+                arm.calls += 1
+                message = json.dumps({"cmd": "call", "model": model, "scalars": scalars,
+                                      "audit": audited}).encode()
+                owner_ms["prepare"] += (time.perf_counter() - mark) * 1e3
+                started = time.perf_counter_ns()
+                for view, (_, leaf) in zip(arm.in_views, leaves):
+                    if view is not None:
+                        view.copy_(leaf)
+                if self.cuda:
+                    torch.cuda.synchronize()
+                try:
+                    arm.conn.send(message)
+                    raw = arm.conn.recv(1 << 16)
+                except socket.timeout:
+                    stopped = {"call": index, "why": "timeout", "detail": f"no answer within {timeout:g} s"}
+                    break
+                except OSError as error:
+                    stopped = {"call": index, "why": "runner ended", "detail": str(error)[:200]}
+                    break
+                ended = time.perf_counter_ns()
+                if not raw:
+                    stopped = {"call": index, "why": "runner ended", "detail": "the runner closed the session"}
+                    break
+                try:
+                    reply = json.loads(raw)
+                except ValueError:
+                    reply = {"ok": False, "error": "an answer that is not JSON"}
+                if self.cuda:
+                    torch.cuda.synchronize()
+                if not isinstance(reply, dict) or not reply.get("ok"):
+                    detail = str(reply.get("error", reply) if isinstance(reply, dict) else reply)[:2000]
+                    stopped = {"call": index, "why": "runner error", "detail": detail}
+                    results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": None,
+                                    "runner": reply if isinstance(reply, dict) else None})
+                    break
+                mark = time.perf_counter()
+                check = self.judge(arm, expected, leaves, reply)
+                owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
+                results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
+                                "audited": audited,
+                                "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
+        finally:
+            gc.enable()
+        return {"ok": True, "calls": results, "stopped": stopped,
+                "owner_ms": {name: round(value, 3) for name, value in owner_ms.items()}}
+
+    def judge(self, arm, expected, leaves, reply):
+        torch = self.torch
+        want_tensors, got_tensors = [], []
+        scalar_values = reply.get("scalars", [])
+        scalar_index = 0
+        structure_ok = reply.get("structure") == self.output_structure
+        for spec, view, (path, leaf) in zip(self.output_layout, arm.out_views, expected):
+            if view is not None:
+                want_tensors.append((path, leaf))
+                got_tensors.append((path, view))
+            else:
+                got = scalar_values[scalar_index] if scalar_index < len(scalar_values) else None
+                scalar_index += 1
+                want_tensors.append((path, torch.tensor([leaf], dtype=torch.float64)))
+                if not isinstance(got, (bool, int, float)) or isinstance(got, bool) != isinstance(leaf, bool):
+                    structure_ok = False
+                    got = 0.0
+                got_tensors.append((path, torch.tensor([got], dtype=torch.float64)))
+        if not structure_ok:
+            foreign = _foreign_types(reply.get("structure"))
+            if foreign:
+                return {"match": False, "failure": "type",
+                        "reason": f"the output holds a foreign type ({foreign[:100]}) where the reference "
+                                  f"has plain tensors and numbers",
+                        "max_abs_error": 0.0, "max_rel_error": 0.0, "mismatched": 0, "worst": ""}
+            got = reply.get("structure")
+            if isinstance(got, list) and got and got[0] == "mismatch":
+                reason = f"an output tensor is {str(got[1])[:40]} {str(got[2])[:80]} where the reference's is not"
+            else:
+                reason = (f"the output's structure {str(got)[:200]} is not the reference's "
+                          f"{str(self.output_structure)[:200]}")
+            return {"match": False, "failure": "format", "reason": reason,
+                    "max_abs_error": 0.0, "max_rel_error": 0.0, "mismatched": 0, "worst": ""}
+        result = compare.compare_outputs(torch, want_tensors, got_tensors, self.atol, self.rtol)
+        # The runner maps its inputs read-only, so a write faults in the runner; checked anyway.
+        for view, (path, leaf) in zip(arm.in_views, leaves):
+            if view is not None and not torch.equal(view, leaf):
+                result.update(match=False, failure="inputs_modified",
+                              reason=f"{path}: the shared input changed during the call")
+                break
+        return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", required=True, help="the pristine model.py")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--reply-fd", type=int, default=3)
+    args = parser.parse_args()
+    reply_file = os.fdopen(args.reply_fd, "w", buffering=1)
+
+    def reply(message):
+        reply_file.write(json.dumps(message, allow_nan=False, default=float) + "\n")
+        reply_file.flush()
+
+    import torch
+
+    if args.device.startswith("cuda"):
+        torch.cuda.init()
+        torch.zeros(1, device=args.device)
+    owner = Owner(args, torch)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        command = json.loads(line)
+        name = command.get("cmd")
+        try:
+            if name == "init":
+                reply(owner.init(command))
+            elif name == "attach":
+                reply(owner.attach(command))
+            elif name == "calls":
+                reply(owner.calls(command))
+            elif name == "detach":
+                reply(owner.detach(command))
+            elif name == "exit":
+                for arm in list(owner.arms):
+                    owner.detach({"arm": arm})
+                reply({"ok": True})
+                return 0
+            else:
+                raise ValueError(f"unknown command {name!r}")
+        except Exception as error:  # the driver decides what a failed command means
+            import traceback
+
+            traceback.print_exc()
+            reply({"ok": False, "error": f"{type(error).__name__}: {error}"[:2000]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

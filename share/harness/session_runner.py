@@ -1,0 +1,193 @@
+"""A runner of an evaluation session: holds one model and answers the owner's calls
+(session_owner.py). Two roles:
+  candidate  ModelNew from the built workspace (--work), with the task's weights. Hostile: it runs
+             in the OS sandbox, confines itself before importing the candidate's code, and runs
+             every forward under the operator audit. Nothing it says is believed: the owner times
+             it with its own clock and judges the output buffer itself.
+  baseline   the pristine Model (--task) as "eager", torch.compile of it as "compile" (where torch
+             has it), and "null", which returns ready-made outputs: the cost of a call with no work
+             in it, which the timing subtracts. Never sees candidate code.
+
+Start: the first line on stdin is the arm's token. The runner builds its model(s) before it
+connects, so construction can see no input; then it connects to --socket, presents the token, maps
+the two buffers the owner sends (inputs read-only), says "ready", and serves calls:
+  owner -> {"cmd": "call", "model": M, "scalars": [...], "audit": B}   inputs are in the input
+            buffer; B: run this forward under the operator audit (the owner chooses which calls)
+  runner -> {"ok": true, "structure": ..., "scalars": [...]}   outputs are in the output buffer
+            {"ok": false, "error": "..."}                      forward raised
+  owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N}  and the runner ends.
+Status lines for the C++ driver go to fd 3 (one JSON object a line): "connected", "ended".
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import shared_buffers  # noqa: E402
+from session_layout import flatten, structure_of, views  # noqa: E402
+
+
+def load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_models(args, torch):
+    state = torch.load(os.path.join(args.state, "state.pt"), map_location=args.device)
+    init_inputs = torch.load(os.path.join(args.state, "init.pt"))
+    models = {}
+    if args.role == "candidate":
+        sys.path.insert(0, args.work)
+        candidate = load_module("model_new", os.path.join(args.work, "model_new.py"))
+        model = candidate.ModelNew(*init_inputs).to(args.device)
+        model.load_state_dict(state)
+        models["candidate"] = model.eval()
+    else:
+        task = load_module("cudaagent_session_task", args.task)
+        model = task.Model(*init_inputs).to(args.device)
+        model.load_state_dict(state)
+        models["eager"] = model.eval()
+        if args.compile_mode != "none" and hasattr(torch, "compile"):
+            models["compile"] = torch.compile(model, mode=None if args.compile_mode == "default"
+                                              else args.compile_mode)
+    return models
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--role", choices=["candidate", "baseline"], required=True)
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--state", required=True, help="the owner's state.pt and init.pt")
+    parser.add_argument("--work", help="candidate: the built workspace (model_new.py, the extension)")
+    parser.add_argument("--task", help="baseline: the pristine model.py")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--policy", default=os.path.join(HERE, "policy.json"))
+    parser.add_argument("--compile-mode", default="default")
+    parser.add_argument("--status-fd", type=int, default=3)
+    args = parser.parse_args()
+    status = os.fdopen(args.status_fd, "w", buffering=1)
+
+    def tell(message):
+        try:
+            status.write(json.dumps(message) + "\n")
+            status.flush()
+        except BrokenPipeError:  # the driver is gone; the owner still gets its answers
+            pass
+
+    token = sys.stdin.readline().strip()
+    started = time.monotonic()
+    import torch
+
+    cuda = args.device.startswith("cuda")
+    if cuda:
+        # The context and the device files, before the write restrictions apply.
+        torch.cuda.init()
+        torch.zeros(1, device=args.device)
+        torch.cuda.synchronize()
+    phases = {"cuda_init": time.monotonic() - started}
+    layers = []
+    audit = None
+    if args.role == "candidate":
+        import confine
+        import operator_audit
+
+        layers = confine.restrict_self("/tmp")
+        with open(args.policy) as policy_file:
+            allowed = set(json.load(policy_file)["allowed_ops"])
+        audit = operator_audit.make_audit(torch, allowed)
+    mark = time.monotonic()
+    with torch.no_grad():
+        models = build_models(args, torch)
+    if cuda:
+        torch.cuda.synchronize()
+    phases["build_model"] = time.monotonic() - mark
+
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    conn.connect(args.socket)
+    conn.send(json.dumps({"token": token}).encode())
+    raw, fds = shared_buffers.recv_fds(conn, 2)
+    layout = json.loads(raw)
+    inputs = shared_buffers.Buffer.open(args.device, layout["input_bytes"], fds[0], readonly=True)
+    outputs = shared_buffers.Buffer.open(args.device, layout["output_bytes"], fds[1], readonly=False)
+    in_views = views(torch, inputs, layout["inputs"])
+    out_views = views(torch, outputs, layout["outputs"])
+    out_specs = layout["outputs"]
+    if args.role == "baseline":
+        # "null": outputs of the right shapes, made once; a call copies them like any other.
+        ready_made = [torch.zeros(spec["shape"], dtype=getattr(torch, spec["dtype"]), device=args.device)
+                      if "dtype" in spec else spec["value"] for spec in out_specs]
+        structure = layout["output_structure"]
+    tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
+    conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
+                          "models": sorted(models), "torch": torch.__version__}).encode())
+    calls = 0
+    while True:
+        raw = conn.recv(1 << 16)
+        if not raw:
+            break
+        command = json.loads(raw)
+        if command.get("cmd") == "exit":
+            conn.send(json.dumps({"forbidden_ops": audit.forbidden if audit else {}, "calls": calls}).encode())
+            break
+        calls += 1
+        scalars = iter(command.get("scalars", []))
+        args_in = [view if view is not None else next(scalars) for view in in_views]
+        try:
+            name = command.get("model", "candidate")
+            if name == "null" and args.role == "baseline":
+                result_leaves = list(zip([s["path"] for s in out_specs], ready_made))
+                result_structure = structure
+            else:
+                model = models[name]
+                audited = audit is not None and bool(command.get("audit"))
+                mark = time.perf_counter()
+                with torch.no_grad():
+                    if audited:
+                        with audit:
+                            result = model(*args_in)
+                    else:
+                        result = model(*args_in)
+                if cuda:
+                    # Every stream of this process, not only the current one: a kernel on a side
+                    # stream must be done before its output is copied out.
+                    torch.cuda.synchronize()
+                result_leaves = flatten(torch, result, strict=False)
+                result_structure = structure_of(torch, result)
+            answer = {"ok": True, "structure": result_structure, "scalars": []}
+            if calls == 1:  # where a first call's time goes (lazy loading of kernels), for people
+                answer["first_call_s"] = {"forward": time.perf_counter() - mark}
+            if len(result_leaves) == len(out_specs):
+                for spec, view, (_, leaf) in zip(out_specs, out_views, result_leaves):
+                    if view is None:
+                        answer["scalars"].append(leaf if isinstance(leaf, (bool, int, float)) else None)
+                    elif type(leaf) is torch.Tensor and leaf.dtype == view.dtype and \
+                            tuple(leaf.shape) == tuple(view.shape):
+                        view.copy_(leaf)
+                    elif type(leaf) is not torch.Tensor:  # a subclass or an impostor: never judged
+                        answer["structure"] = ["foreign", f"{type(leaf).__module__}.{type(leaf).__qualname__}"]
+                        break
+                    else:
+                        answer["structure"] = ["mismatch", str(leaf.dtype), list(leaf.shape)]
+            if cuda:
+                torch.cuda.synchronize()
+            if calls == 1:
+                answer["first_call_s"]["total"] = time.perf_counter() - mark
+        except Exception as error:
+            answer = {"ok": False, "error": "".join(traceback.format_exception_only(type(error), error))[-2000:]}
+        conn.send(json.dumps(answer, default=str).encode())
+    tell({"ended": True, "calls": calls, "forbidden_ops": audit.forbidden if audit else {}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

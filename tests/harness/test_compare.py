@@ -1,0 +1,85 @@
+"""The owner's comparison (share/harness/compare.py) on the cases its rule exists for: small
+outputs (a softmax over 8,192 columns) wrong in most elements fail, honest float32 reorderings
+pass, specials must sit where the reference has them, a constant output fails where the
+reference varies, integers must be equal. Run by CTest with a python3 that has torch."""
+
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "share", "harness"))
+import compare  # noqa: E402
+import torch  # noqa: E402
+
+
+def check(expected, actual, atol=1e-2, rtol=1e-2):
+    return compare.compare_outputs(torch, [("output", expected)], [("output", actual)], atol, rtol)
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+
+    def test_small_outputs_wrong_in_most_elements_fail(self):
+        logits = torch.randn(4, 8192)
+        reference = torch.softmax(logits, dim=1)  # values near 1.2e-4
+        wrong = reference.clone()
+        wrong[:, : 8192 * 99 // 100] = wrong[:, : 8192 * 99 // 100].flip(1)  # 99% misplaced
+        result = check(reference, wrong)
+        self.assertFalse(result["match"])
+        self.assertEqual(result["failure"], "values")
+        # The same error a plain atol of 0.01 would have let through:
+        self.assertTrue(torch.allclose(wrong, reference, atol=1e-2, rtol=1e-2))
+
+    def test_honest_float32_reorderings_pass(self):
+        x = torch.randn(64, 4096)
+        reference = torch.softmax(x, dim=1)
+        # Another order of summation and a fused/unfused difference, in float32.
+        e = torch.exp(x - x.max(dim=1, keepdim=True).values)
+        other = e / e.flip(1).sum(dim=1, keepdim=True)
+        self.assertTrue(check(reference, other)["match"])
+        a, b = torch.randn(256, 512), torch.randn(512, 128)
+        reference = a @ b
+        chunked = sum(a[:, k:k + 64] @ b[k:k + 64] for k in range(0, 512, 64))
+        self.assertTrue(check(reference, chunked)["match"])
+
+    def test_mixed_magnitudes_keep_the_absolute_tolerance(self):
+        reference = torch.tensor([1e-6, 0.5, 3.0, -2.0, 1e-8])
+        near = reference + torch.tensor([5e-3, 0.0, 0.01, -0.01, -5e-3])
+        self.assertTrue(check(reference, near)["match"])  # rms > 1: atol stays 0.01
+
+    def test_specials_must_match_in_place(self):
+        reference = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+        self.assertTrue(check(reference, reference.clone())["match"])
+        moved = torch.tensor([float("nan"), 1.0, float("inf"), -float("inf")])
+        self.assertFalse(check(reference, moved)["match"])
+        sign = torch.tensor([1.0, float("nan"), -float("inf"), -float("inf")])
+        self.assertFalse(check(reference, sign)["match"])
+
+    def test_a_constant_output_fails_where_the_reference_varies(self):
+        reference = torch.rand(1000) * 1e-3
+        result = check(reference, torch.zeros(1000))
+        self.assertFalse(result["match"])
+        self.assertEqual(result["failure"], "degenerate")
+        constant = torch.full((10,), 2.0)
+        self.assertTrue(check(constant, constant.clone())["match"])
+
+    def test_integers_and_formats(self):
+        reference = torch.arange(10)
+        self.assertTrue(check(reference, reference.clone())["match"])
+        off = reference.clone()
+        off[3] += 1
+        self.assertFalse(check(reference, off)["match"])
+        self.assertEqual(check(reference, reference.float())["failure"], "format")
+        self.assertEqual(check(reference, reference[:5])["failure"], "format")
+
+    def test_bfloat16_reference_within_its_own_rounding(self):
+        x = torch.randn(1024)
+        reference = (x * 1.5).to(torch.bfloat16)
+        other = (x.to(torch.bfloat16) * 1.5).to(torch.bfloat16)
+        self.assertTrue(check(reference, other)["match"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,71 @@
+// The owner protocol's lines: what the driver sends, and how it reads answers, including the
+// candidate's relayed words, which are bounded.
+#include "cudaagent/evaluation/session_messages.h"
+
+#include <doctest/doctest.h>
+
+#include <simdjson.h>
+
+namespace cudaagent {
+namespace {
+
+TEST_CASE("commands are one JSON object each, with what the owner needs") {
+  simdjson::dom::parser parser;
+  simdjson::dom::element value;
+  REQUIRE_FALSE(parser.parse(owner_calls_command("candidate", "candidate", {7, 9}, 60, true, 0.25)).get(value));
+  CHECK(std::string_view(value["cmd"]) == "calls");
+  CHECK(std::int64_t(value["seeds"].at(1)) == 9);
+  CHECK(double(value["audit_fraction"]) == 0.25);
+  REQUIRE_FALSE(parser.parse(owner_init_command(1u << 30, "/s", "/w", 0.01, 0.02)).get(value));
+  CHECK(std::string_view(value["socket_dir"]) == "/s");
+  CHECK(double(value["rtol"]) == 0.02);
+  CHECK(owner_command("exit", "") == R"({"cmd":"exit"})");
+}
+
+TEST_CASE("a calls answer reads back its calls, checks, audit marks and stop") {
+  const std::string line = R"({"ok":true,"calls":[
+    {"seed":5,"host_ms":0.5,"audited":true,"check":{"match":true,"failure":"none","reason":"","max_abs_error":0,
+     "max_rel_error":0,"mismatched":0,"worst":"output"},"runner":{"first_call_s":{"forward":0.1}}},
+    {"seed":6,"host_ms":0.4,"check":{"match":false,"failure":"values","reason":"bad","max_abs_error":2,
+     "max_rel_error":1,"mismatched":3,"worst":"output"},"runner":{}},
+    {"seed":7,"host_ms":0.3,"check":null,"runner":{"x":1}}],
+    "stopped":{"call":2,"why":"runner error","detail":"ValueError"},"owner_ms":{"judge":1.5}})";
+  auto batch = parse_owner_calls(line);
+  REQUIRE(batch);
+  REQUIRE(batch.value().calls.size() == 3);
+  CHECK(batch.value().calls[0].audited);
+  CHECK_FALSE(batch.value().calls[1].audited);
+  CHECK(batch.value().calls[0].runner_json.find("first_call_s") != std::string::npos);
+  CHECK(batch.value().calls[1].check->mismatched == 3);
+  CHECK_FALSE(batch.value().calls[2].check.has_value());
+  REQUIRE(batch.value().stopped);
+  CHECK(batch.value().stopped->why == "runner error");
+  CHECK(batch.value().owner_ms.at("judge") == 1.5);
+}
+
+TEST_CASE("an owner's refusal is a Status with its words; garbage is a Status too") {
+  auto refused = parse_owner_init(R"({"ok":false,"error":"NameError: Model"})");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.status().message().find("NameError: Model") != std::string::npos);
+  CHECK_FALSE(parse_owner_calls("not json"));
+  CHECK_FALSE(parse_owner_calls(R"({"ok":true})"));
+  auto info = parse_owner_init(R"({"ok":true,"input_bytes":4096,"output_bytes":1024})");
+  REQUIRE(info);
+  CHECK(info.value().input_bytes == 4096);
+}
+
+TEST_CASE("a runner's report is bounded: at most 64 operator names of 64 bytes") {
+  std::string ops;
+  for (int i = 0; i < 100; ++i) ops += (i ? "," : "") + std::string("\"op") + std::to_string(i) + std::string(100, 'x') + "\":1";
+  RunnerEnd end;
+  parse_runner_report(R"({"ok":true,"runner":{"forbidden_ops":{)" + ops + "}}}", end);
+  CHECK(end.reported);
+  CHECK(end.forbidden_ops.size() == 64);
+  CHECK(end.forbidden_ops.begin()->first.size() == 64);
+  RunnerEnd none;
+  parse_runner_report(R"({"ok":true,"runner":null})", none);
+  CHECK_FALSE(none.reported);
+}
+
+}  // namespace
+}  // namespace cudaagent
