@@ -2,44 +2,56 @@
 # The main job on the bundled example, on the CPU. Data side: synthesise a few tiny tasks, filter
 # them in the sandbox (eager only with Debian's torch 1.13, which has no torch.compile: each record
 # says so), and dedup the kept ones against the example tasks. Scoring side: verify two candidates
-# of the example CPU task, one honest and one that calls torch instead of its kernel, and pass the
-# verdicts to cudaagent-reward; then score the bundled verify/profile sample (one line is torn on
-# purpose, to show an error record). Profile joins when it lands; on a GPU the same chain runs
-# with --device cuda and the default 1-100 ms filter window.
-# Usage: examples/pipeline.sh [BIN_DIR]   (default: build/release/bin)
+# of the example CPU task, one honest and one that calls torch instead of its kernel, time the one
+# that passes, score both, and summarise; then score the bundled verify/profile sample (one line is
+# torn on purpose, to show an error record). On a GPU the same chain runs with --device cuda and the
+# default 1-100 ms filter window.
+#
+# Everything it makes stays in OUT_DIR (default: build/quickstart), which it names at the end; a
+# second run reuses its store, so the scoring is taken from it instead of being redone.
+# Usage: examples/pipeline.sh [BIN_DIR [OUT_DIR]]   (default: build/release/bin, build/quickstart)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$here/build/release/bin}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+out=${2:-$here/build/quickstart}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 examples=$here/share/examples
 
 echo "== synth -> filter -> dedup: 8 tiny tasks (seed 1), run in the sandbox, then deduplicated" >&2
 # Tiny CPU tasks run in microseconds: the window is widened from the GPU's 1-100 ms.
-"$bin/cudaagent-synth" --quiet --seed 1 --count 8 --batch 2 --max-dim 16 |
-  "$bin/cudaagent-filter" --quiet --device cpu --window-ms 0.001,1000 --jobs 2 >"$work/filtered.jsonl"
-jq -c 'select(.filter.kept)' "$work/filtered.jsonl" |
-  "$bin/cudaagent-dedup" --quiet --annotate --reference "examples=$examples/workspaces" >"$work/tasks.jsonl"
+"$bin/cudaagent-synth" --quiet --seed 1 --count 8 --batch 2 --max-dim 16 -o "$out/synthesized.jsonl"
+"$bin/cudaagent-filter" --quiet --device cpu --window-ms 0.001,1000 --jobs 2 --db "$out/store.db" \
+  "$out/synthesized.jsonl" -o "$out/filtered.jsonl"
+jq -c 'select(.filter.kept)' "$out/filtered.jsonl" |
+  "$bin/cudaagent-dedup" --quiet --annotate --reference "examples=$examples/workspaces" -o "$out/tasks.jsonl"
 printf '%-14s %-34s %-9s %-28s %s\n' id ops eager_ms filter dedup
-jq -r --slurpfile deduped "$work/tasks.jsonl" '
+jq -r --slurpfile deduped "$out/tasks.jsonl" '
   . as $t | ([$deduped[] | select(.id == $t.id)][0].dedup) as $d |
   [.id[0:12], (.task.ops | join(",")),
    (if .filter.eager_ms then (.filter.eager_ms.median * 1000 | floor / 1000 | tostring) else "-" end),
    (if .filter.kept then "kept" else "rejected: " + ([.filter.reasons[].check] | join(",")) end),
    (if $d then (if $d.kept then "kept" else "dropped" end) + " (nearest " +
-      ($d.score * 100 | floor | tostring) + "%)" else "-" end)] | @tsv' "$work/filtered.jsonl" |
+      ($d.score * 100 | floor | tostring) + "%)" else "-" end)] | @tsv' "$out/filtered.jsonl" |
   while IFS=$'\t' read -r id ops ms filter dedup; do
     printf '%-14s %-34s %-9s %-28s %s\n' "$id" "$ops" "$ms" "$filter" "$dedup"
   done
-echo "torch.compile check: $(jq -r .filter.compile "$work/filtered.jsonl" | sort -u | paste -sd ';')"
-echo
+echo "torch.compile check: $(jq -r .filter.compile "$out/filtered.jsonl" | sort -u | paste -sd ';')"
+cat <<'TEXT'
+  eager_ms: the task's median eager time on this CPU; kept: it runs in the sandbox, gives the same
+  output twice and a different one for different inputs; dedup: its Python AST's similarity to the
+  nearest example task (dropped above 90%).
+
+TEXT
 
 echo "== verify -> profile -> reward: two candidates for the example CPU task (the first run builds torch's" \
   "header, minutes)" >&2
 task=$examples/workspaces/bias-relu-cpu
-cp -r "$task" "$work/honest"
-cp -r "$task" "$work/cheat"
-cat >"$work/cheat/model_new.py" <<'PY'
+rm -rf "$out/candidates"
+mkdir -p "$out/candidates"
+cp -r "$task" "$out/candidates/honest"
+cp -r "$task" "$out/candidates/cheat"
+cat >"$out/candidates/cheat/model_new.py" <<'PY'
 import torch
 import torch.nn as nn
 
@@ -55,34 +67,52 @@ class ModelNew(nn.Module):
         return torch.relu(x + self.bias) * 2.0
 PY
 for name in honest cheat; do
-  jq -nc --rawfile m "$task/model.py" --arg w "$work/$name" --arg id "$name" \
+  jq -nc --rawfile m "$task/model.py" --arg w "$out/candidates/$name" --arg id "$name" \
     '{id: $id, task: {model_py: $m}, candidate: {workspace: $w}}'
-done | "$bin/cudaagent-verify" --quiet --device cpu --db "$work/store.db" | tee "$work/verified.jsonl" |
-  "$bin/cudaagent-profile" --quiet --device cpu --db "$work/store.db" | tee "$work/profiled.jsonl" |
-  "$bin/cudaagent-reward" --quiet --db "$work/store.db" --errors "$work/unscored.jsonl" >"$work/rewarded.jsonl"
+done >"$out/candidates.jsonl"
+"$bin/cudaagent-verify" --quiet --device cpu --db "$out/store.db" "$out/candidates.jsonl" |
+  "$bin/cudaagent-profile" --quiet --device cpu --db "$out/store.db" |
+  "$bin/cudaagent-reward" --quiet --db "$out/store.db" --errors "$out/unscored.jsonl" -o "$out/scored.jsonl"
 # Profile times the PASS against eager (Debian's torch 1.13 has no torch.compile; the record says
 # so) in the same sandbox; the REJECT_POLICY passes through untimed. Reward reads both keys.
-printf '%-20s %-15s %-7s %s\n' id verdict reward reason
-jq -r --slurpfile r "$work/rewarded.jsonl" --slurpfile u "$work/unscored.jsonl" '
-  . as $v | ([$r[] | select(.id == $v.id)][0].reward.value // "-" | tostring) as $value |
-  ([$u[] | select(.error.id == $v.id)][0].error.reason // "") as $why |
-  [.id, (.profile.verdict // .verify.verdict), $value,
-   (if $why != "" then "not scored: " + $why else (.profile.reason // .verify.reason) end)[0:90]] | @tsv' \
-  "$work/profiled.jsonl" |
-  while IFS=$'\t' read -r id verdict value reason; do
-    printf '%-20s %-15s %-7s %s\n' "$id" "$verdict" "$value" "$reason"
+printf '%-8s %-15s %-7s %-17s %s\n' id verdict reward "speedup (eager)" reason
+jq -r '[.id, .reward.verdict, (.reward.value | tostring),
+        (if .reward.inputs.eager then (.reward.inputs.eager.speedup * 1000 | floor / 1000 | tostring) + "x" else "-" end),
+        ((.profile.reason // .verify.reason // "")[0:70])] | @tsv' "$out/scored.jsonl" |
+  while IFS=$'\t' read -r id verdict value speedup reason; do
+    printf '%-8s %-15s %-7s %-17s %s\n' "$id" "$verdict" "$value" "$speedup" "$reason"
   done
+cat <<'TEXT'
+  reward: -1 failed or rejected (REJECT_POLICY: the cheat computes with torch instead of its kernel);
+  1 correct but not faster than eager PyTorch by more than 5%; 2 faster than eager; 3 faster than
+  eager and torch.compile. speedup: eager's time over the candidate's. On this CPU example it is
+  below 1 by design: the kernel is a plain C++ loop against PyTorch's vectorised eager, and the
+  point of the run is the path (sandbox, checks, timing), not the speed. On a GPU the same chain
+  times CUDA kernels against eager and torch.compile.
+
+TEXT
+"$bin/cudaagent-reward" --summary --plots "$out/plots" "$out/scored.jsonl" >"$out/summary.txt" 2>/dev/null
+sed -n '1,3p' "$out/summary.txt"
 echo
 
 echo "== reward: $examples/reward-sample.jsonl" >&2
-"$bin/cudaagent-reward" --db "$work/store.db" --errors "$work/errors.jsonl" \
-  "$examples/reward-sample.jsonl" >"$work/scored.jsonl"
-
+"$bin/cudaagent-reward" --quiet --db "$out/store.db" --errors "$out/sample-errors.jsonl" \
+  "$examples/reward-sample.jsonl" -o "$out/sample-scored.jsonl"
 printf '%-20s %-15s %6s  %s\n' id verdict reward reason
-jq -r '[.id, .reward.verdict, (.reward.value|tostring), .reward.reason] | @tsv' "$work/scored.jsonl" |
+jq -r '[.id, .reward.verdict, (.reward.value|tostring), .reward.reason] | @tsv' "$out/sample-scored.jsonl" |
   while IFS=$'\t' read -r id verdict value reason; do
     printf '%-20s %-15s %6s  %s\n' "$id" "$verdict" "$value" "$reason"
   done
 echo
 echo "error records (not scored):"
-jq -c '.error | {line, id, reason}' "$work/errors.jsonl"
+jq -c '.error | {line, id, reason}' "$out/sample-errors.jsonl"
+cat <<TEXT
+
+Outputs are in $out:
+  synthesized.jsonl, filtered.jsonl, tasks.jsonl   the data side, stage by stage
+  candidates.jsonl, scored.jsonl, unscored.jsonl   the scoring side (verify, profile, reward keys)
+  summary.txt, plots/*.svg                         cudaagent-reward --summary of scored.jsonl
+  sample-scored.jsonl, sample-errors.jsonl         the bundled sample, scored
+  store.db                                         every result (SQLite); a re-run takes them from it
+Read any of them with jq, e.g.  jq .profile $out/scored.jsonl
+TEXT

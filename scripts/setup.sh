@@ -14,6 +14,8 @@ packages=(
   python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)
   libpcre2-dev libutf8proc-dev libmicrohttpd-dev       # cudaagent-train: tokenizer, HTTP server
   libgloo-dev                                          # cudaagent-train's CPU data parallelism
+  slurmctld slurmd slurm-client munge                  # tests/slurm's one-node cluster (the test
+                                                       # runs its own daemons, private config)
 )
 
 missing=()

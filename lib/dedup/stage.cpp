@@ -337,8 +337,9 @@ Result<StageEnd> run_dedup(DedupOptions& options, Session& session) {
   StageCounts counts;
   auto end = run_record_stage(stage, options.common, session, &counts);
   if (!end) return end;
-  if (dropped && end.value() == StageEnd::kCompleted) {
-    if (Status committed = dropped->commit(); !committed) return committed;
+  if (end.value() == StageEnd::kPipeClosed) return end;  // a closed pipe ends quietly
+  if (dropped) {
+    if (auto finished = finish_sink(*dropped, session); !finished) return finished;
   }
   const Tally& tally = stage.tally();
   session.log.info(

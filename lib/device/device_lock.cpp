@@ -19,7 +19,8 @@ namespace cudaagent {
 
 Result<DeviceLock> DeviceLock::acquire(const std::string& dir, const std::string& name,
                                        double timeout_seconds,
-                                       const std::function<void(const std::string&)>& waiting) {
+                                       const std::function<void(const std::string&)>& waiting,
+                                       const std::atomic<int>* stop) {
   if (!make_directories(dir)) return Status::error("cannot create " + quoted(dir));
   const std::string path = dir + "/" + name + ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -43,6 +44,11 @@ Result<DeviceLock> DeviceLock::acquire(const std::string& dir, const std::string
       std::snprintf(text, sizeof text, "%.0f", timeout_seconds);
       return Status::error("the lock " + quoted(path) + " is held by another timing job; gave up after " +
                            text + " s");
+    }
+    if (const int signal_number = stop != nullptr ? stop->load() : 0; signal_number != 0) {
+      ::close(fd);
+      return Status::error("stopped by signal " + std::to_string(signal_number) +
+                           " while waiting for " + quoted(path));
     }
     if (!told && waiting) waiting("waiting for " + quoted(path) + " (another timing job holds the device)");
     told = true;

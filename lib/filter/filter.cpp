@@ -169,6 +169,7 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     plan.readable = {harness, made->in};
     plan.writable = {made->out};
     plan.wrap = settings.sandbox;
+    plan.stop = settings.stop;
     made->worker = make_harness_worker(plan);
     workers.push_back(std::move(made));
     chosen = workers.back().get();
@@ -262,11 +263,13 @@ Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std
   // 2. Warm-up and timing, alone on the device.
   const auto waiting = SteadyClock::now();
   std::lock_guard slot(*timing[worker.device]);
+  if (settings.stop != nullptr && settings.stop->load() != 0) return stopped_status(settings.stop->load());
   // The machine-wide slot: the same lock profile takes, so a filter timing job and a profile on
   // one GPU never overlap. Waiting for it does not count against the job's time limit.
   std::optional<DeviceLock> machine_slot;
   if (!lock_dir.empty()) {
-    auto lock = DeviceLock::acquire(lock_dir, lock_names[worker.device], kLockPatienceSeconds);
+    auto lock = DeviceLock::acquire(lock_dir, lock_names[worker.device], kLockPatienceSeconds, {},
+                                    settings.stop);
     if (!lock) return lock.status();
     machine_slot.emplace(std::move(lock).value());
   }
@@ -426,6 +429,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   const auto infra = [&](std::string why) {
     outcome.infra = true;
     outcome.infra_reason = std::move(why);
+    outcome.stopped = settings.stop != nullptr && settings.stop->load() != 0;
     return outcome;
   };
   auto acquired = acquire_worker();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -68,6 +69,7 @@ class FilterStage final : public RecordStage {
       : filter_(filter), store_(store), kept_only_(kept_only), session_(session) {}
 
   std::string_view key() const override { return "filter"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override { return prepare(record)(); }
 
@@ -94,6 +96,7 @@ class FilterStage final : public RecordStage {
     }
     return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key)] {
       FilterOutcome outcome = filter_.run(source);
+      if (outcome.stopped) return RecordEdit::interrupted();  // no result: a re-run does it
       if (outcome.infra) {
         ++failed_;
         session_.log.warn(cudaagent::quoted(id) + ": could not be filtered: " + outcome.infra_reason);
@@ -268,6 +271,7 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
     if (!user) return user.status();
     settings.run_as = user.value();
   }
+  settings.stop = &session.stop_signal;
   if (settings.device == "cuda") {
     settings.gpus = resolve_gpus(options.gpus);
     if (settings.gpus.empty()) return Status::error("--device cuda, but no GPU was found (see --gpus)");
@@ -301,7 +305,7 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
   }
   FilterStage stage(filter.value(), store ? &*store : nullptr, options.kept_only, session);
   auto end = run_record_stage(stage, options.common, session);
-  if (end) stage.summarize();
+  if (end && end.value() == StageEnd::kCompleted && session.stop_signal.load() != SIGPIPE) stage.summarize();
   return end;
 }
 

@@ -228,7 +228,8 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     lock_name_ = device_lock_name(s.device, gpu_index, [](const std::string& index) { return query_gpu_uuid(index); }, &note);
     if (!note.empty() && log) log(note);
   }
-  auto acquired = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log);
+  // A stop request ends the wait for the device too (a queued profile under Slurm's SIGTERM).
+  auto acquired = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log, s.stop);
   if (!acquired) return evidence.finish(Verdict::kInfraError, acquired.status().message());
   std::optional<DeviceLock> lock(std::move(acquired).value());
   evidence.timings.emplace_back("device_lock_wait", since(phase));

@@ -3,7 +3,6 @@
 #include "cudaagent/candidate/build_flags.h"
 #include "cudaagent/profile/stage.h"
 
-
 #include <filesystem>
 #include <optional>
 
@@ -11,6 +10,9 @@
 #include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/terminal_text.h"
+#include "cudaagent/base/sha256.h"
+#include "cudaagent/base/version.h"
+#include "cudaagent/candidate/workspace.h"
 #include "cudaagent/candidate/candidate_record.h"
 #include "cudaagent/candidate/workspace_input.h"
 #include "cudaagent/profile/report.h"
@@ -18,17 +20,57 @@
 #include "cudaagent/records/record_sink.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/records/result_store.h"
+#include "cudaagent/sandbox/runner.h"
 
 namespace cudaagent {
 namespace fs = std::filesystem;
 namespace {
 
+// Bump when what a stored profile means changes, so older stored profiles are not reused
+// (2: measured in the task's evaluation session, beside the null model).
+constexpr int kStoredProfileRules = 2;
+
+// Whether a stop request may have cut a profile short: any profile that returns once a stop was
+// requested, whatever it says (a timing session killed mid-round is not a measurement). Such a
+// record is neither written nor stored; a re-run times it again.
+bool cut_short(const Result<ProfileOutcome>& outcome, const Session& session) {
+  (void)outcome;
+  return session.stop_signal.load() != 0;
+}
+
+// The store key of a candidate's profile: the baseline key (task, device, GPU, torch, harness and
+// the baselines' settings), the candidate's files by content, and every setting that changes the
+// candidate's measurement or its gates. "" when the candidate cannot be read (nothing is stored).
+std::string profile_key(const Profiler& profiler, const ProfileRequest& request) {
+  auto snapshot = request.workspace_dir.empty()
+                      ? snapshot_from_files(request.files, SnapshotLimits{}, ProtectedFiles{})
+                      : snapshot_workspace(request.workspace_dir, SnapshotLimits{}, ProtectedFiles{});
+  if (!snapshot) return {};
+  const ProfileSettings& s = profiler.settings();
+  std::string material;
+  JsonWriter key(material);
+  key.begin_object().field("stage", "profile").field("rules", kStoredProfileRules);
+  key.field("cudaagent", build_version()).field("baselines", profiler.baseline_key(request.model_py));
+  key.field("candidate", snapshot.value().content_hash).field("arch", s.build.cuda_arch);
+  key.field("atol", s.atol).field("rtol", s.rtol);
+  key.field("max_speedup", s.flags.max_speedup).field("bandwidth_gbs", s.bandwidth_gbs);
+  key.field("roofline_slack", s.flags.roofline_slack).field("audit_fraction", s.audit_fraction);
+  key.field("call_timeout", s.call_timeout_seconds).field("bootstrap_resamples", s.bootstrap.resamples);
+  key.field("candidate_user", s.candidate_user.has_value()).end_object();
+  return sha256_hex(material);
+}
+
 // JSONL mode: the records cudaagent-verify writes ({"id", "task": {"model_py"}, "candidate":
-// {"files"} | {"workspace"}, "verify": {"verdict"}}); only PASS is timed.
+// {"files"} | {"workspace"}, "verify": {"verdict"}}); only PASS is timed. With --db a profile is
+// kept in the store under profile_key() (committed before its record is released), and a re-run
+// of the same candidate, task and settings takes it, marked "store": {"hit": true}, instead of
+// timing again (--remeasure times anyway). INFRA_ERROR is never stored.
 class ProfileStage final : public RecordStage {
  public:
-  ProfileStage(Profiler& profiler, Session& session) : profiler_(profiler), session_(session) {}
+  ProfileStage(Profiler& profiler, ResultStore* store, bool remeasure, Session& session)
+      : profiler_(profiler), store_(store), remeasure_(remeasure), session_(session) {}
   std::string_view key() const override { return "profile"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override {
     std::string_view verdict;
@@ -43,16 +85,48 @@ class ProfileStage final : public RecordStage {
     request.model_py = std::move(source.value().model_py);
     request.workspace_dir = std::move(source.value().workspace_dir);
     request.files = std::move(source.value().files);
+    std::string job_key;
+    if (store_ != nullptr) {
+      job_key = profile_key(profiler_, request);
+      if (!job_key.empty() && !remeasure_) {
+        auto stored = store_->find(job_key);
+        if (!stored) return RecordEdit::error("store: " + stored.status().message());
+        if (stored.value()) {
+          std::string value;
+          if (!append_with_member(value, *stored.value(), "store", "{\"hit\":true}", false)) {
+            return RecordEdit::error("the store holds a malformed profile under " + job_key);
+          }
+          session_.log.info(cudaagent::quoted(request.id) + ": profile from the store (" +
+                            job_key.substr(0, 12) + ")");
+          return RecordEdit::set_key(std::move(value));
+        }
+      }
+    }
     auto outcome = profiler_.profile(request, [this](const std::string& line) { session_.log.info(line); });
+    if (cut_short(outcome, session_)) return RecordEdit::interrupted();
     if (!outcome) return RecordEdit::error(outcome.status().message());
     session_.log.info(cudaagent::quoted(request.id) + ": " + std::string(verdict_name(outcome.value().verdict)) +
                       " (" + outcome.value().reason + ")");
+    if (!job_key.empty() && outcome.value().verdict != Verdict::kInfraError) {
+      pending_.push_back(StoredResult{job_key, "profile", request.id, outcome.value().json});
+    }
     return RecordEdit::set_key(std::move(outcome.value().json));
+  }
+
+  // Stored profiles are durable before their records go downstream (cudaagent(7), STORES).
+  Status before_release() override {
+    if (store_ == nullptr || pending_.empty()) return Status::ok();
+    auto put = store_->put_batch(pending_);
+    pending_.clear();
+    return put.status();
   }
 
  private:
   Profiler& profiler_;
+  ResultStore* store_;
+  bool remeasure_;
   Session& session_;
+  std::vector<StoredResult> pending_;
 };
 
 Result<StageEnd> run_workspaces(ProfileOptions& options, Profiler& profiler, Session& session) {
@@ -62,8 +136,10 @@ Result<StageEnd> run_workspaces(ProfileOptions& options, Profiler& profiler, Ses
   if (!options.task.empty() && !read_whole_file(options.task, task_bytes)) {
     return Status::error("cannot read --task '" + options.task + "'");
   }
-  for (const std::string& dir : options.common.inputs) {
+  for (std::size_t index = 0; index < options.common.inputs.size(); ++index) {
+    const std::string& dir = options.common.inputs[index];
     if (session.stop_signal.load() != 0) break;
+    if (!options.common.shard.owns(index)) continue;
     auto input = workspace_input(dir, options.task, task_bytes);
     if (!input) return input.status();
     ProfileRequest request;
@@ -72,6 +148,7 @@ Result<StageEnd> run_workspaces(ProfileOptions& options, Profiler& profiler, Ses
     request.model_py = std::move(input.value().model_py);
     const std::string task_source = input.value().task_source;
     auto outcome = profiler.profile(request, [&](const std::string& line) { session.log.info(line); });
+    if (cut_short(outcome, session)) break;
     std::string line;
     if (!outcome) {
       append_error_record(line, {"profile", dir, 0}, outcome.status().message(), "", request.id);
@@ -92,8 +169,7 @@ Result<StageEnd> run_workspaces(ProfileOptions& options, Profiler& profiler, Ses
       if (!status) return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
     }
   }
-  if (auto status = sink.value().commit(); !status) return status;
-  return StageEnd::kCompleted;
+  return finish_sink(sink.value(), session);
 }
 
 }  // namespace
@@ -123,6 +199,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--bandwidth-gbs", s.bandwidth_gbs, "Memory bandwidth of the roofline floor in GB/s "
                  "(0: no roofline gate)")->capture_default_str()->check(CLI::Range(0.0, 1e6));
   app.add_flag("--fresh-baselines", s.fresh_baselines, "Measure the baselines even when the store has them");
+  app.add_flag("--remeasure", options.remeasure, "Time candidates even when the store has their "
+               "profile (it is replaced only if absent: the store keeps the first)");
   app.add_flag("--brief", options.brief, "Print a few plain lines per workspace (times, speedups, "
                "flags, what to look at) instead of records");
   app.add_option("--python", s.python, "Interpreter with torch (default: the first python3 that "
@@ -164,7 +242,11 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
   if (!user) return Status::error("--candidate-user: " + user.status().message());
   options.settings.candidate_user = user.value();
+  // A stop request reaches every wait of the evaluation session (settings.stop) and, through the
+  // sandbox hook, every sandboxed process of a profile (its workers, the compilers): they end within
+  // a fraction of a second of it; a profile the stop cut short is not written or stored.
   options.settings.stop = &session.stop_signal;
+  options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   auto profiler = Profiler::create(options.settings);
   if (!profiler) return profiler.status();
   std::optional<ResultStore> store;
@@ -177,7 +259,7 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   session.log.info("torch " + profiler.value().torch().torch_version + " (" + profiler.value().torch().python +
                    "), sandbox: " + options.settings.sandbox_summary);
   if (workspaces.value()) return run_workspaces(options, profiler.value(), session);
-  ProfileStage stage(profiler.value(), session);
+  ProfileStage stage(profiler.value(), store ? &*store : nullptr, options.remeasure, session);
   return run_record_stage(stage, options.common, session);
 }
 

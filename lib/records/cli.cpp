@@ -4,6 +4,7 @@
 
 #include <CLI/Version.hpp>
 #include <signal.h>
+#include <sys/stat.h>
 #include <simdjson.h>
 #include <sqlite3.h>
 
@@ -77,6 +78,48 @@ Result<ShardSpec> shard_from_slurm(const char* task_id, const char* task_min,
   return ShardSpec{id - low, count};
 }
 
+InputKind input_kind(const std::vector<std::string>& inputs, bool makes_records, int stdin_fd) {
+  if (makes_records) return InputKind::kMadeHere;
+  for (const std::string& input : inputs) {
+    if (input != "-") return InputKind::kFiles;
+  }
+  struct stat st {};
+  if (::fstat(stdin_fd, &st) == 0 && S_ISREG(st.st_mode)) return InputKind::kStdinFile;
+  return InputKind::kStdinStream;
+}
+
+Result<ShardChoice> choose_shard(std::string_view flag_text, InputKind kind, const char* task_id,
+                                 const char* task_min, const char* task_count) {
+  if (!flag_text.empty()) {
+    auto spec = parse_shard(flag_text);
+    if (!spec) return spec.status();
+    ShardChoice choice{spec.value(), {}};
+    if (spec.value().count > 1) {
+      choice.note = "shard " + std::string(flag_text) + " (--shard)";
+    }
+    return choice;
+  }
+  auto slurm = shard_from_slurm(task_id, task_min, task_count);
+  if (!slurm) return slurm.status();
+  const ShardSpec array = slurm.value();
+  if (array.count <= 1) return ShardChoice{};
+  const std::string which = std::to_string(array.index) + "/" + std::to_string(array.count);
+  if (kind == InputKind::kStdinStream) {
+    return ShardChoice{ShardSpec{}, "input is a stream: every record it brings is handled here "
+                                    "(Slurm array task " + which + ": the stage that starts the "
+                                    "pipeline took this task's share; --shard I/N splits again)"};
+  }
+  return ShardChoice{array, "shard " + which + " (from SLURM_ARRAY_TASK_ID)"};
+}
+
+void add_progress_flag(CLI::App& app, CommonOptions& options) {
+  app.add_option("--progress-every", options.progress_interval,
+                 "Seconds between progress lines when stderr is not a terminal (0: none)")
+      ->type_name("SECONDS")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+}
+
 void add_common_flags(CLI::App& app, CommonOptions& options) {
   app.add_option("input", options.inputs, "Input JSONL files ('-' or none: stdin)")
       ->type_name("FILE");
@@ -87,7 +130,8 @@ void add_common_flags(CLI::App& app, CommonOptions& options) {
                  "Write error records to FILE instead of with the records")
       ->type_name("FILE");
   app.add_option("--shard", options.shard_text,
-                 "Handle shard I of N (default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)")
+                 "Handle shard I of N (default in a Slurm array task: the task's shard when the "
+                 "input is files, none when it is a pipe)")
       ->type_name("I/N");
   app.add_option("--db", options.db, "SQLite store for durable results and caching")
       ->type_name("FILE");
@@ -95,8 +139,10 @@ void add_common_flags(CLI::App& app, CommonOptions& options) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_flag("-q,--quiet", options.quiet, "No progress or summary on stderr");
+  add_progress_flag(app, options);
   app.add_option("--max-bad-lines", options.max_bad_lines,
-                 "Fail (exit 1) after more malformed lines than this; negative: no limit")
+                 "Fail (exit 1) after more malformed lines than this, or at once when an "
+                 "input's first lines are all malformed; negative: no limit")
       ->capture_default_str();
   app.add_option("--max-record-bytes", options.max_record_bytes,
                  "Longest accepted record in bytes; longer lines become error records")
@@ -131,16 +177,16 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
     return kExitOk;
   }
   Logger log(program, stderr, common.quiet);
-  auto shard = common.shard_text.empty()
-                   ? shard_from_slurm(std::getenv("SLURM_ARRAY_TASK_ID"),
-                                      std::getenv("SLURM_ARRAY_TASK_MIN"),
-                                      std::getenv("SLURM_ARRAY_TASK_COUNT"))
-                   : parse_shard(common.shard_text);
+  auto shard = choose_shard(common.shard_text, input_kind(common.inputs, common.makes_records),
+                            std::getenv("SLURM_ARRAY_TASK_ID"), std::getenv("SLURM_ARRAY_TASK_MIN"),
+                            std::getenv("SLURM_ARRAY_TASK_COUNT"));
   if (!shard) {
     log.error(shard.status().message());
     return kExitUsage;
   }
-  common.shard = shard.value();
+  common.shard = shard.value().shard;
+  common.shard_note = shard.value().note;
+  if (!common.shard_note.empty()) log.info(common.shard_note);
 
   install_signal_handlers();
   Clock clock;
@@ -152,6 +198,13 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
     end = Status::error(std::string("internal error: ") + error.what());
   }
   if (const int signal_number = g_stop_signal.load(); signal_number != 0) {
+    if (signal_number != SIGPIPE) {
+      // Worded as every stopped wait's Status ("stopped by signal 15 (SIGTERM)").
+      const char* name = ::sigabbrev_np(signal_number);
+      log.warn("stopped by signal " + std::to_string(signal_number) +
+               (name != nullptr ? " (SIG" + std::string(name) + ")" : std::string()) + ": exit " +
+               std::to_string(kExitSignalBase + signal_number));
+    }
     return kExitSignalBase + signal_number;
   }
   if (!end) {

@@ -4,6 +4,7 @@
 #include "cudaagent/records/line_reader.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +56,8 @@ struct LineReader::State {
   std::size_t prefix_size = 0;
 
   std::size_t capacity() const { return buffer.size() - kLinePadding; }
+  std::string subject() const { return name == "-" ? std::string("stdin") : "'" + name + "'"; }
+  bool regular = false;  // a regular file: reads never wait
 
   // Reads more bytes after `end`, compacting or growing the buffer first. Returns false at EOF
   // or on stop; a Status on error.
@@ -68,6 +71,17 @@ struct LineReader::State {
       buffer.resize(capacity() * 2 + kLinePadding);
     }
     for (;;) {
+      // With a stop request to watch, wait in short polls so that a signal delivered to another
+      // thread (which does not interrupt this read) still ends the wait.
+      while (stop != nullptr && !regular) {
+        if (stop->load() != 0) return false;
+        pollfd watch{fd, POLLIN, 0};
+        const int ready = ::poll(&watch, 1, static_cast<int>(kReadPollSeconds * 1000));
+        if (ready > 0) break;
+        if (ready < 0 && errno != EINTR) {
+          return Status::error("cannot poll " + subject() + ": " + std::strerror(errno));
+        }
+      }
       const ssize_t n = ::read(fd, buffer.data() + end, capacity() - end);
       if (n > 0) {
         end += static_cast<std::size_t>(n);
@@ -82,8 +96,7 @@ struct LineReader::State {
         if (stop != nullptr && stop->load() != 0) return false;
         continue;
       }
-      return Status::error("cannot read " + (name == "-" ? std::string("stdin") : "'" + name + "'") +
-                           ": " + std::strerror(errno));
+      return Status::error("cannot read " + subject() + ": " + std::strerror(errno));
     }
   }
 };
@@ -109,7 +122,10 @@ Result<LineReader> LineReader::open(const std::string& path, std::size_t max_lin
   struct stat st {};
   if (::fstat(state->fd, &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status::error("cannot read '" + path + "': is a directory");
-    if (S_ISREG(st.st_mode)) state->size = static_cast<std::uint64_t>(st.st_size);
+    if (S_ISREG(st.st_mode)) {
+      state->size = static_cast<std::uint64_t>(st.st_size);
+      state->regular = true;
+    }
   }
   state->buffer.resize(kChunk * 2 + kLinePadding);
   return LineReader(std::move(state));
@@ -189,6 +205,18 @@ bool LineReader::has_buffered_line() const {
   const State& s = *state_;
   const std::size_t from = s.begin + s.scanned;
   return s.end > from && std::memchr(s.buffer.data() + from, '\n', s.end - from) != nullptr;
+}
+
+Result<bool> LineReader::wait(double seconds, int wake_fd) {
+  const State& s = *state_;
+  if (s.eof || s.regular || has_buffered_line()) return true;
+  pollfd watch[2] = {{s.fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  const int ready = ::poll(watch, wake_fd >= 0 ? 2 : 1, static_cast<int>(seconds * 1000));
+  if (ready < 0) {
+    if (errno == EINTR) return false;
+    return Status::error("cannot poll " + s.subject() + ": " + std::strerror(errno));
+  }
+  return (watch[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 const std::string& LineReader::name() const { return state_->name; }

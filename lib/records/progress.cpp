@@ -1,12 +1,15 @@
-// A single self-overwriting stderr line ("\r...\x1b[K"), so it never mixes with records on stdout.
+// Progress: the estimate (records per second since the start; the total from a count, from the
+// end of input, or extrapolated from the share of the input read) and where it is shown.
 #include "cudaagent/records/progress.h"
 
-#include <unistd.h>
-
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <string>
 
 namespace cudaagent {
+namespace {
+constexpr double kTerminalRedrawSeconds = 0.25;
+}
 
 std::string human_bytes(double bytes) {
   static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB"};
@@ -20,37 +23,68 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
-Progress::Progress(const Session& session, bool enabled)
-    : session_(session),
-      active_(enabled && ::isatty(STDERR_FILENO) == 1),
-      start_(session.clock.now_seconds()) {}
-
-Progress::~Progress() {
-  if (drawn_) std::fputs("\r\x1b[K", stderr);
+std::string human_duration(double seconds) {
+  const auto total = static_cast<long long>(std::llround(std::max(seconds, 0.0)));
+  char text[48];
+  if (total >= 3600) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", total / 3600, total / 60 % 60, total % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lld:%02lld", total / 60, total % 60);
+  }
+  return text;
 }
 
-void Progress::update(std::uint64_t records, std::uint64_t bytes_done,
-                      std::optional<std::uint64_t> bytes_total) {
-  if (!active_) return;
-  const double now = session_.clock.now_seconds();
-  if (now - last_draw_ < 0.25) return;
-  last_draw_ = now;
-  const double elapsed = std::max(now - start_, 1e-9);
-  const double rate = static_cast<double>(bytes_done) / elapsed;
-  std::string line = "\r" + session_.log.program() + ": " + std::to_string(records) + " records, " +
-                     human_bytes(static_cast<double>(bytes_done)) + ", " + human_bytes(rate) +
-                     "/s, " + std::to_string(static_cast<long long>(static_cast<double>(records) / elapsed)) +
-                     " records/s";
-  if (bytes_total && *bytes_total > bytes_done && rate > 0) {
-    const auto eta = static_cast<long long>(static_cast<double>(*bytes_total - bytes_done) / rate);
-    char text[32];
-    std::snprintf(text, sizeof text, ", ETA %lld:%02lld", eta / 60, eta % 60);
-    line += text;
+std::string progress_text(const ProgressState& state, double elapsed) {
+  std::optional<double> total;
+  bool estimated = false;
+  if (state.total) {
+    total = static_cast<double>(*state.total);
+  } else if (state.input_fraction && *state.input_fraction > 0 && state.read > 0) {
+    total = static_cast<double>(state.read) / std::min(*state.input_fraction, 1.0);
+    estimated = true;
   }
-  line += "\x1b[K";
-  std::fputs(line.c_str(), stderr);
-  std::fflush(stderr);
-  drawn_ = true;
+  std::string text = std::to_string(state.done);
+  if (total) {
+    text += std::string(" of ") + (estimated ? "~" : "") +
+            std::to_string(static_cast<long long>(std::llround(*total)));
+  }
+  text += " records";
+  const double rate = elapsed > 0 ? static_cast<double>(state.done) / elapsed : 0;
+  char number[64];
+  std::snprintf(number, sizeof number, ", %.3g/s", rate);
+  text += number;
+  if (total && rate > 0 && *total > static_cast<double>(state.done)) {
+    text += ", ETA " + human_duration((*total - static_cast<double>(state.done)) / rate);
+  }
+  return text;
+}
+
+Progress::Progress(Session& session, bool enabled, double interval_seconds)
+    : session_(session),
+      enabled_(enabled),
+      terminal_(session.log.terminal()),
+      interval_(interval_seconds),
+      start_(session.clock.now_seconds()),
+      // A terminal shows the line at once; a log gets its first line one interval in.
+      last_draw_(terminal_ ? -1e300 : start_) {}
+
+Progress::~Progress() {
+  if (enabled_ && terminal_) session_.log.set_status("");
+}
+
+void Progress::update(const ProgressState& state) {
+  if (!enabled_ || (!terminal_ && interval_ <= 0)) return;
+  const double now = session_.clock.now_seconds();
+  const double every = terminal_ ? kTerminalRedrawSeconds : interval_;
+  if (now - last_draw_ < every) return;
+  last_draw_ = now;
+  const double elapsed = now - start_;
+  if (terminal_) {
+    session_.log.set_status(session_.log.program() + ": " + progress_text(state, elapsed));
+  } else {
+    session_.log.info("progress: " + progress_text(state, elapsed) + ", " +
+                      human_duration(elapsed) + " elapsed");
+  }
 }
 
 }  // namespace cudaagent

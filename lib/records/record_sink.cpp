@@ -3,6 +3,7 @@
 #include "cudaagent/records/record_sink.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@ struct RecordSink::State {
   bool committed = false;
   bool pipe_closed = false;
   bool interactive = false;
+  bool terminal = false;
+  bool is_pipe = false;
+  bool wrote = false;  // any bytes reached the file
   std::string buffer;
 
   ~State() {
@@ -47,6 +51,7 @@ struct RecordSink::State {
       }
       data += n;
       size -= static_cast<std::size_t>(n);
+      wrote = true;
     }
     return Status::ok();
   }
@@ -81,6 +86,8 @@ Result<RecordSink> RecordSink::open(const std::string& path) {
   struct stat st {};
   if (::fstat(state->fd, &st) == 0) {
     state->interactive = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode);
+    state->is_pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    state->terminal = ::isatty(state->fd) == 1;
   }
   state->buffer.reserve(kBufferBytes);
   return RecordSink(std::move(state));
@@ -119,6 +126,54 @@ Status RecordSink::commit() {
   }
   s.committed = true;
   return Status::ok();
+}
+
+Result<std::string> RecordSink::keep_partial() {
+  State& s = *state_;
+  if (s.temp_path.empty() || s.committed) {
+    (void)flush();
+    return std::string();
+  }
+  Status flushed = flush();
+  if (::fsync(s.fd) != 0 || ::close(s.fd) != 0) flushed = Status::error(std::strerror(errno));
+  s.fd = -1;
+  if (!flushed) return Status::error("cannot write " + s.subject() + ": " + flushed.message());
+  if (!s.wrote) return std::string();  // the destructor removes the empty temporary file
+  const std::string partial = s.path + ".partial";
+  if (::rename(s.temp_path.c_str(), partial.c_str()) != 0) {
+    return Status::error("cannot rename '" + s.temp_path + "' to '" + partial + "': " +
+                         std::strerror(errno));
+  }
+  s.committed = true;  // nothing left to remove
+  return partial;
+}
+
+bool RecordSink::reader_gone() {
+  State& s = *state_;
+  if (s.pipe_closed) return true;
+  if (!s.is_pipe || s.fd < 0) return false;
+  pollfd watch{s.fd, 0, 0};
+  if (::poll(&watch, 1, 0) > 0 && (watch.revents & (POLLERR | POLLHUP)) != 0) s.pipe_closed = true;
+  return s.pipe_closed;
+}
+
+bool RecordSink::terminal() const { return state_->terminal; }
+
+Result<StageEnd> finish_sink(RecordSink& sink, Session& session) {
+  if (sink.pipe_closed()) return StageEnd::kPipeClosed;
+  if (session.stop_signal.load() == 0) {
+    if (auto status = sink.commit(); !status) {
+      return sink.pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(status);
+    }
+    return StageEnd::kCompleted;
+  }
+  auto kept = sink.keep_partial();
+  if (!kept) return kept.status();
+  if (!kept.value().empty()) {
+    session.log.warn("stopped early: the records written so far are in " + cudaagent::quoted(kept.value()) +
+                     ", not " + cudaagent::quoted(sink.path()));
+  }
+  return StageEnd::kCompleted;
 }
 
 bool RecordSink::pipe_closed() const { return state_->pipe_closed; }

@@ -120,6 +120,52 @@ Result<std::size_t> ResultStore::count(std::string_view stage) {
   return static_cast<std::size_t>(row.value() ? count_.column_int64(0) : 0);
 }
 
+Result<std::vector<ResultStore::MergeCount>> ResultStore::merge_from(const std::string& path) {
+  // Opened first on its own, read-only: a missing file or a store of another schema version is
+  // refused before anything is attached.
+  {
+    auto other = ResultStore::open(path, ResultStoreOptions{.read_only = true});
+    if (!other) return other.status();
+  }
+  auto attach = db_.prepare("ATTACH DATABASE ?1 AS shard");
+  if (!attach) return attach.status();
+  if (auto done = attach.value().bind_text(1, path).step(); !done) return done.status();
+  struct Detach {
+    Database& db;
+    ~Detach() { (void)db.exec("DETACH DATABASE shard"); }
+  } detach{db_};
+  std::vector<MergeCount> counts;
+  {
+    auto held = db_.prepare("SELECT stage, count(*) FROM shard.results GROUP BY stage ORDER BY stage");
+    if (!held) return held.status();
+    for (;;) {
+      auto row = held.value().step();
+      if (!row) return row.status();
+      if (!row.value()) break;
+      counts.push_back({held.value().column_text(0),
+                        static_cast<std::size_t>(held.value().column_int64(1)), 0});
+    }
+  }
+  auto transaction = Transaction::begin(db_);
+  if (!transaction) return transaction.status();
+  auto insert = db_.prepare(R"sql(
+    INSERT INTO main.results (job_key, stage, record_id, value, created_at)
+    SELECT job_key, stage, record_id, value, created_at FROM shard.results WHERE stage = ?1
+    ON CONFLICT (job_key) DO NOTHING
+  )sql");
+  if (!insert) return insert.status();
+  for (MergeCount& count : counts) {
+    insert.value().reset();
+    if (auto done = insert.value().bind_text(1, count.stage).step(); !done) {
+      return done.status().with_context("cannot merge " + cudaagent::quoted(path));
+    }
+    count.added = static_cast<std::size_t>(db_.changes());
+  }
+  insert.value().reset();
+  if (Status status = transaction.value().commit(); !status) return status;
+  return counts;
+}
+
 Status ResultStore::quick_check() {
   auto check = db_.prepare("PRAGMA quick_check(" + std::to_string(kQuickCheckFindings) + ")");
   if (!check) return check.status();

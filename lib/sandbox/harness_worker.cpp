@@ -75,6 +75,7 @@ bool read_answer(simdjson::dom::object answer, ProcessResult& result, bool& stra
 }  // namespace
 
 Status HarnessWorker::launch() {
+  if (stopping()) return stop_here();
   if (process_ && process_->running()) return Status::ok();
   process_.reset();
   ready_ = false;
@@ -91,6 +92,8 @@ Status HarnessWorker::launch() {
   auto spawned = Subprocess::spawn(command.spec, options_.log_path);
   if (!spawned) return Status::error("cannot start the harness worker: " + spawned.status().message());
   process_.emplace(std::move(spawned).value());
+  stop_ = options_.stop != nullptr ? options_.stop : command.spec.stop;
+  process_->watch_stop(stop_);
   return Status::ok();
 }
 
@@ -103,7 +106,10 @@ Status HarnessWorker::await_ready() {
   };
   if (!process_) return failed("is not running");
   auto line = process_->receive_line(options_.start_timeout_seconds, 1 << 16);
-  if (!line) return line.status();
+  if (!line) {
+    process_.reset();  // stopped, or the pipe failed: nothing of this worker is kept
+    return line.status();
+  }
   if (line.value().kind == Subprocess::Line::Kind::kTimeout) {
     return failed("did not start within " + std::to_string(static_cast<int>(options_.start_timeout_seconds)) + " s");
   }
@@ -185,12 +191,19 @@ Result<ProcessResult> HarnessWorker::run(const HarnessJob& job) {
     return result;
   };
   if (Status sent = process_->send(request, 10); !sent) {
+    if (stopping()) return stop_here();
     // A worker that died between jobs: start a fresh one and send again, once.
     if (Status status = start(); !status) return status;
-    if (Status again = process_->send(request, 10); !again) return again;
+    if (Status again = process_->send(request, 10); !again) {
+      process_.reset();
+      return again;
+    }
   }
   auto line = process_->receive_line(job.timeout_seconds, kMaxAnswerBytes);
-  if (!line) return line.status();
+  if (!line) {
+    process_.reset();  // a stop, or a broken pipe: the job and its worker end here
+    return line.status();
+  }
   switch (line.value().kind) {
     case Subprocess::Line::Kind::kTimeout: return worker_lost(ProcessResult::Outcome::kTimedOut);
     case Subprocess::Line::Kind::kClosed:
@@ -222,8 +235,12 @@ Result<HarnessSession> HarnessWorker::open_session(const HarnessJob& job) {
   const std::string nonce = make_nonce();
   const std::string request = request_json(job, nonce, true);
   if (Status sent = process_->send(request, 10); !sent) {
+    if (stopping()) return stop_here();
     if (Status status = start(); !status) return status;
-    if (Status again = process_->send(request, 10); !again) return again;
+    if (Status again = process_->send(request, 10); !again) {
+      process_.reset();
+      return again;
+    }
   }
   return HarnessSession(this, nonce, std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count());
 }

@@ -192,6 +192,12 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
 
   while (true) {
     const TimePoint now = SteadyClock::now();
+    if (spec.stop != nullptr && !exited_at) {
+      if (const int stop = spec.stop->load(); stop != 0) {
+        // The guard kills the whole group and reaps it on the way out.
+        return stopped_status(stop);
+      }
+    }
     if (!exited_at && child.has_exited()) {
       exited_at = now;
       // Whatever the leader left behind in its group goes now; their output ends with them.
@@ -232,6 +238,10 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
       if (kill_at) next = next ? std::min(*next, *kill_at) : *kill_at;
       // Without a pidfd nothing wakes us when the child exits: look every 10 ms.
       if (child.pidfd() < 0) next = next ? std::min(*next, after(now, 0.01)) : after(now, 0.01);
+      if (spec.stop != nullptr) {
+        const TimePoint look = after(now, kStopPollSeconds);
+        next = next ? std::min(*next, look) : look;
+      }
     }
     const int ready = ::poll(fds.data(), count, poll_timeout_ms(now, next));
     if (ready < 0) {
@@ -294,6 +304,12 @@ std::string ProcessResult::describe() const {
     case Outcome::kSpawnFailed: return "failed to start: " + spawn_error;
   }
   return "unknown outcome";
+}
+
+Status stopped_status(int signal_number) {
+  std::string text = "stopped by signal " + std::to_string(signal_number);
+  if (const char* abbrev = ::sigabbrev_np(signal_number)) text += " (SIG" + std::string(abbrev) + ")";
+  return Status::error(text);
 }
 
 std::string_view outcome_name(ProcessResult::Outcome outcome) {

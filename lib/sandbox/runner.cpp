@@ -111,6 +111,16 @@ Result<SandboxChoice> choose_sandbox(const SandboxRequest& request, Logger& log)
   return SandboxChoice{std::move(wrap), probe.summary()};
 }
 
+SandboxWrapper honour_stop(SandboxWrapper wrap, const std::atomic<int>* stop) {
+  if (!wrap) return wrap;
+  return [wrap = std::move(wrap), stop](const ProcessSpec& spec, const std::vector<std::string>& readable,
+                                        const std::vector<std::string>& writable) -> Result<SandboxCommand> {
+    auto command = wrap(spec, readable, writable);
+    if (command) command.value().spec.stop = stop;
+    return command;
+  };
+}
+
 std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan) {
   HarnessWorkerOptions options;
   options.process.argv = {plan.python, "-I", "-B", plan.harness_dir + "/worker.py", "--preload=torch"};
@@ -119,6 +129,7 @@ std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan
   options.process.limits.open_files = 4096;
   options.process.run_as = plan.run_as;
   options.log_path = plan.log_path;
+  options.stop = plan.stop;
   if (plan.wrap) {
     options.wrap = [wrap = plan.wrap, readable = plan.readable, writable = plan.writable](const ProcessSpec& spec) {
       return wrap(spec, readable, writable);
@@ -128,10 +139,12 @@ std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan
 }
 
 std::function<Result<ProcessResult>(const ProcessSpec&)> sandboxed_build_runner(
-    const SandboxWrapper& wrap, const std::string& work, const std::string& cache) {
-  return [wrap, work, cache](const ProcessSpec& spec) -> Result<ProcessResult> {
+    const SandboxWrapper& wrap, const std::string& work, const std::string& cache,
+    const std::atomic<int>* stop) {
+  return [wrap, work, cache, stop](const ProcessSpec& spec) -> Result<ProcessResult> {
     auto command = wrap(spec, {}, {work, cache});
     if (!command) return command.status();
+    if (stop != nullptr) command.value().spec.stop = stop;
     return run_process(command.value().spec);
   };
 }

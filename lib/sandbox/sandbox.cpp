@@ -417,6 +417,7 @@ Result<SandboxCommand> sandbox_command(const ProcessSpec& inner, const SandboxPo
   outer.kill_grace_seconds = inner.kill_grace_seconds;
   outer.limits = inner.limits;
   outer.run_as = inner.run_as;
+  outer.stop = inner.stop;
   return command;
 }
 

@@ -35,6 +35,14 @@ int remaining_ms(TimePoint deadline) {
   return ms >= double{INT_MAX} ? INT_MAX : static_cast<int>(ms);
 }
 
+// The time to wait in one poll(): up to the deadline, and no longer than kStopPollSeconds when a
+// stop request is watched.
+int wait_ms(TimePoint deadline, const std::atomic<int>* stop) {
+  const int ms = remaining_ms(deadline);
+  if (stop == nullptr) return ms;
+  return std::min(ms, static_cast<int>(kStopPollSeconds * 1000));
+}
+
 // Both ends >= 3 and close-on-exec, as make_pipe does for pipes.
 Status make_socketpair(UniqueFd& ours, UniqueFd& theirs) {
   int fds[2];
@@ -61,7 +69,8 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
       stdin_fd_(std::exchange(other.stdin_fd_, -1)),
       stdout_fd_(std::exchange(other.stdout_fd_, -1)),
       pending_(std::move(other.pending_)),
-      stderr_fd_(std::exchange(other.stderr_fd_, -1)) {}
+      stderr_fd_(std::exchange(other.stderr_fd_, -1)),
+      stop_(other.stop_) {}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
@@ -72,6 +81,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     stdout_fd_ = std::exchange(other.stdout_fd_, -1);
     pending_ = std::move(other.pending_);
     stderr_fd_ = std::exchange(other.stderr_fd_, -1);
+    stop_ = other.stop_;
   }
   return *this;
 }
@@ -145,6 +155,7 @@ Result<Subprocess> Subprocess::spawn_with_stderr(const ProcessSpec& spec, int er
   if (flags >= 0) ::fcntl(out_read.get(), F_SETFL, flags | O_NONBLOCK);
   process.stdin_fd_ = stdin_ours.release();
   process.stdout_fd_ = out_read.release();
+  process.stop_ = spec.stop;
   return process;
 }
 
@@ -161,8 +172,10 @@ Status Subprocess::send(std::string_view bytes, double timeout_seconds) {
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       return Status::error("cannot write to the process: " + errno_text(errno));
     }
+    if (stop_ != nullptr && stop_->load() != 0) return stopped_status(stop_->load());
     pollfd watch{stdin_fd_, POLLOUT, 0};
-    const int ready = ::poll(&watch, 1, remaining_ms(deadline));
+    const int ready = ::poll(&watch, 1, wait_ms(deadline, stop_));
+    if (ready == 0 && remaining_ms(deadline) > 0) continue;  // a look at the stop request
     if (ready == 0) return Status::error("the process did not read its input in time");
     if (ready < 0 && errno != EINTR) return Status::error("cannot poll: " + errno_text(errno));
   }
@@ -193,8 +206,10 @@ Result<Subprocess::Line> Subprocess::receive_line(double timeout_seconds, std::s
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       return Status::error("cannot read from the process: " + errno_text(errno));
     }
+    if (stop_ != nullptr && stop_->load() != 0) return stopped_status(stop_->load());
     pollfd watch{stdout_fd_, POLLIN, 0};
-    const int ready = ::poll(&watch, 1, remaining_ms(deadline));
+    const int ready = ::poll(&watch, 1, wait_ms(deadline, stop_));
+    if (ready == 0 && remaining_ms(deadline) > 0) continue;  // a look at the stop request
     if (ready == 0) return Line{Line::Kind::kTimeout, {}};
     if (ready < 0 && errno != EINTR) return Status::error("cannot poll: " + errno_text(errno));
   }

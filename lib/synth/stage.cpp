@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 
+#include "cudaagent/base/files.h"
 #include "cudaagent/llm/http.h"
 #include "cudaagent/records/progress.h"
 #include "cudaagent/records/record.h"
 #include "cudaagent/records/record_sink.h"
+#include "cudaagent/synth/kernelbench.h"
 #include "cudaagent/synth/task.h"
 
 namespace cudaagent {
@@ -134,6 +136,19 @@ class TaskWriter {
     if (auto s = out_->commit(); !s) return s;
     return errors_ ? errors_->commit() : Status::ok();
   }
+  // A run that did not complete keeps what it wrote as FILE.partial (never under FILE).
+  void keep_partial(Session& session) {
+    for (RecordSink* sink : {out_.get(), errors_.get()}) {
+      if (sink == nullptr) continue;
+      auto kept = sink->keep_partial();
+      if (!kept) {
+        session.log.error(kept.status().message());
+      } else if (!kept.value().empty()) {
+        session.log.warn("the run did not complete: the tasks it made are in " +
+                         cudaagent::quoted(kept.value()) + ", not " + cudaagent::quoted(sink->path()));
+      }
+    }
+  }
 
   std::uint64_t tasks = 0, errors = 0, bytes = 0;
   std::map<std::size_t, std::uint64_t> depths;
@@ -160,17 +175,25 @@ std::string summary(const TaskWriter& w, double seconds) {
   return text + rate;
 }
 
-Result<StageEnd> end_with(TaskWriter& writer, Status status) {
+Result<StageEnd> end_with(TaskWriter& writer, Status status, Session& session) {
   if (writer.pipe_closed()) return StageEnd::kPipeClosed;
-  if (!status) return status;
+  if (!status) {
+    writer.keep_partial(session);
+    return status;
+  }
+  if (session.stop_signal.load() != 0) {
+    writer.keep_partial(session);
+    return StageEnd::kCompleted;
+  }
   if (auto s = writer.commit(); !s) return writer.pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : s;
   return StageEnd::kCompleted;
 }
 
 // The random composer, or the fixed chain: task i of the count belongs to shard i mod N.
 Status run_local(SynthOptions& o, const synth::Composer& composer, TaskWriter& writer, Session& session) {
-  Progress progress(session, !o.common.quiet);
+  Progress progress(session, !o.common.quiet, o.common.progress_interval);
   const std::string source = o.chain_ops.empty() ? "random" : "chain";
+  const std::uint64_t mine = (o.count + o.common.shard.count - 1 - o.common.shard.index) / o.common.shard.count;
   for (std::uint64_t index = 0; index < o.count; ++index) {
     if (session.stop_signal.load() != 0) break;
     if (!o.common.shard.owns(index)) continue;
@@ -185,7 +208,7 @@ Status run_local(SynthOptions& o, const synth::Composer& composer, TaskWriter& w
       status = writer.error(source, index + 1, composition.status().message(), "");
     }
     if (!status) return status;
-    progress.update(writer.tasks + writer.errors, writer.bytes, std::nullopt);
+    progress.update(ProgressState{writer.tasks + writer.errors, writer.tasks + writer.errors, mine, {}});
   }
   if (writer.tasks == 0 && writer.errors > 0 && session.stop_signal.load() == 0) {
     return Status::error("no task could be composed (see the error records)");
@@ -279,6 +302,39 @@ Status run_llm(SynthOptions& o, const synth::Composer& composer, TaskWriter& wri
   return Status::ok();
 }
 
+// --import-kernelbench: problem I of the folder belongs to shard I mod N, like task I of a count.
+Status run_import(SynthOptions& o, TaskWriter& writer, Session& session) {
+  auto problems = synth::list_kernelbench(o.import_kernelbench);
+  if (!problems) return problems.status();
+  Progress progress(session, !o.common.quiet, o.common.progress_interval);
+  const std::uint64_t total = problems.value().size();
+  const std::uint64_t mine = (total + o.common.shard.count - 1 - o.common.shard.index) / o.common.shard.count;
+  std::map<std::int64_t, std::uint64_t> levels;
+  for (std::uint64_t index = 0; index < total; ++index) {
+    if (session.stop_signal.load() != 0) break;
+    if (!o.common.shard.owns(index)) continue;
+    const synth::KernelBenchProblem& problem = problems.value()[index];
+    std::string model_py;
+    Status status = Status::ok();
+    if (!read_whole_file(problem.path, model_py) || model_py.size() > (std::size_t{4} << 20)) {
+      status = writer.error(o.import_kernelbench, index + 1, "cannot read " + cudaagent::quoted(problem.file) +
+                                                                 " (or it is over 4 MiB)", "");
+    } else {
+      ++levels[problem.level];
+      status = writer.task(synth::kernelbench_task_record(problem, model_py), 0);
+    }
+    if (!status) return status;
+    progress.update(ProgressState{writer.tasks + writer.errors, writer.tasks + writer.errors, mine, {}});
+  }
+  std::string text;
+  for (const auto& [level, count] : levels) {
+    text += (text.empty() ? "" : ", ") + std::string("level ") + std::to_string(level) + ": " + std::to_string(count);
+  }
+  session.log.info("imported " + std::to_string(writer.tasks) + " KernelBench problems" +
+                   (text.empty() ? std::string() : " (" + text + ")") + " from " + cudaagent::quoted(o.import_kernelbench));
+  return Status::ok();
+}
+
 Result<StageEnd> list_catalog(const SynthOptions& o) {
   auto out = RecordSink::open(o.common.output);
   if (!out) return out.status();
@@ -299,6 +355,7 @@ Result<StageEnd> list_catalog(const SynthOptions& o) {
 
 void add_synth_flags(CLI::App& app, SynthOptions& o) {
   o.common.versions = llm_versions();
+  o.common.makes_records = true;  // the start of a pipeline: it takes the Slurm array task's shard
   app.add_option("--seed", o.seed, "Seed; task I of a seed is the same in every run and shard")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));
@@ -338,16 +395,22 @@ void add_synth_flags(CLI::App& app, SynthOptions& o) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--catalog", o.catalog_path, "Operator catalog (default: the installed one)")
       ->type_name("FILE");
-  app.add_flag("--list", o.list, "Print the catalog (with --ops: that part) and exit");
+  auto* list = app.add_flag("--list", o.list, "Print the catalog (with --ops: that part) and exit");
+  auto* import = app.add_option("--import-kernelbench", o.import_kernelbench, "Write KernelBench's "
+                                "problems (its dataset folder of level1, level2, ..., or one level "
+                                "folder) as task records instead of composing tasks")
+                     ->type_name("DIR");
+  import->excludes(list)->excludes(chain);
   app.add_option("-o,--output", o.common.output, "Write records to FILE (atomically, on success)")
       ->type_name("FILE")
       ->capture_default_str();
   app.add_option("--errors", o.common.errors, "Write error records to FILE instead of with the records")
       ->type_name("FILE");
   app.add_option("--shard", o.common.shard_text,
-                 "Make only tasks I, I+N, ... (default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)")
+                 "Make only tasks I, I+N, ... (default in a Slurm array task: the task's shard)")
       ->type_name("I/N");
   app.add_flag("-q,--quiet", o.common.quiet, "No progress or summary on stderr");
+  add_progress_flag(app, o.common);
   auto* endpoint = app.add_option("--endpoint", o.llm.endpoint,
                                   "LLM mode: OpenAI-compatible server URL")
                        ->type_name("URL");
@@ -376,10 +439,16 @@ void add_synth_flags(CLI::App& app, SynthOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   chain->excludes(endpoint);
+  import->excludes(endpoint);
   app.callback([&app, &o] { validate(app, o); });
 }
 
 Result<StageEnd> run_synth(SynthOptions& o, Session& session) {
+  if (!o.import_kernelbench.empty()) {  // needs no catalog
+    auto writer = TaskWriter::open(o.common);
+    if (!writer) return writer.status();
+    return end_with(*writer.value(), run_import(o, *writer.value(), session), session);
+  }
   if (!o.catalog_error.empty()) return Status::error(o.catalog_error);
   if (o.list) return list_catalog(o);
   auto writer = TaskWriter::open(o.common);
@@ -388,8 +457,8 @@ Result<StageEnd> run_synth(SynthOptions& o, Session& session) {
   const double start = session.clock.now_seconds();
   const Status status = o.llm.endpoint.empty() ? run_local(o, composer, *writer.value(), session)
                                                : run_llm(o, composer, *writer.value(), session);
-  auto end = end_with(*writer.value(), status);
-  if (end && end.value() == StageEnd::kCompleted) {
+  auto end = end_with(*writer.value(), status, session);
+  if (end && end.value() == StageEnd::kCompleted && session.stop_signal.load() == 0) {
     session.log.info(summary(*writer.value(), session.clock.now_seconds() - start));
   }
   return end;

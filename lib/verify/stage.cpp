@@ -18,6 +18,7 @@
 #include "cudaagent/records/record_sink.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/records/result_store.h"
+#include "cudaagent/sandbox/runner.h"
 #include "cudaagent/sandbox/setup.h"
 
 namespace cudaagent {
@@ -45,11 +46,20 @@ std::string verified_record(const std::string& id, const std::string& workspace,
   return out;
 }
 
+// Whether a stop request cut a verification short: the run was asked to stop and the outcome is
+// no verdict or INFRA_ERROR (what a stopped sandbox job turns into). Such a record is not
+// written: a re-run verifies it again.
+bool cut_short(const Result<VerifyOutcome>& outcome, const Session& session) {
+  if (session.stop_signal.load() == 0) return false;
+  return !outcome || outcome.value().verdict == Verdict::kInfraError;
+}
+
 // JSONL mode: {"id", "task": {"model_py"}, "candidate": {"files": {...}} | {"workspace": path}}.
 class VerifyStage final : public RecordStage {
  public:
   VerifyStage(Verifier& verifier, Session& session) : verifier_(verifier), session_(session) {}
   std::string_view key() const override { return "verify"; }
+  bool slow_records() const override { return true; }  // a sandboxed run per record
 
   RecordEdit process(const InputRecord& record) override {
     auto source = read_candidate_record(record.object);
@@ -60,6 +70,8 @@ class VerifyStage final : public RecordStage {
     request.workspace_dir = std::move(source.value().workspace_dir);
     request.files = std::move(source.value().files);
     auto outcome = verifier_.verify(request);
+    // A stop request that reached the verification leaves it without a verdict to keep.
+    if (cut_short(outcome, session_)) return RecordEdit::interrupted();
     if (!outcome) return RecordEdit::error(outcome.status().message());
     session_.log.info(cudaagent::quoted(request.id) + ": " + std::string(verdict_name(outcome.value().verdict)) +
                       " (" + outcome.value().reason + ")");
@@ -87,8 +99,10 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
   if (!options.task.empty() && !read_whole_file(options.task, task_bytes)) {
     return Status::error("cannot read --task '" + options.task + "'");
   }
-  for (const std::string& dir : options.common.inputs) {
+  for (std::size_t index = 0; index < options.common.inputs.size(); ++index) {
+    const std::string& dir = options.common.inputs[index];
     if (session.stop_signal.load() != 0) break;
+    if (!options.common.shard.owns(index)) continue;
     auto input = workspace_input(dir, options.task, task_bytes);
     if (!input) return input.status();
     VerifyRequest request;
@@ -97,6 +111,7 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
     request.model_py = std::move(input.value().model_py);
     const std::string task_source = input.value().task_source;
     auto outcome = verifier.verify(request);
+    if (cut_short(outcome, session)) break;
     std::string line;
     if (!outcome) {
       append_error_record(line, {"verify", dir, 0}, outcome.status().message(), "", request.id);
@@ -107,8 +122,7 @@ Result<StageEnd> run_workspaces(VerifyOptions& options, Verifier& verifier, Sess
     }
     if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
-  if (auto status = sink.value().commit(); !status) return status;
-  return StageEnd::kCompleted;
+  return finish_sink(sink.value(), session);
 }
 
 // --check: each workspace's kernels/*.cu through NVRTC, one record per workspace with a "check"
@@ -122,8 +136,10 @@ Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
   NvrtcCheckOptions check_options;
   if (!options.settings.build.cuda_arch.empty()) check_options.arch = options.settings.build.cuda_arch;
   check_options.jobs = std::max(options.common.jobs, 1);
-  for (const std::string& dir : options.common.inputs) {
+  for (std::size_t index = 0; index < options.common.inputs.size(); ++index) {
+    const std::string& dir = options.common.inputs[index];
     if (session.stop_signal.load() != 0) break;
+    if (!options.common.shard.owns(index)) continue;
     const std::string workspace = workspace_path(dir);
     const std::string id = workspace_id(workspace);
     std::string line;
@@ -154,8 +170,7 @@ Result<StageEnd> run_check(VerifyOptions& options, Session& session) {
     }
     if (auto end = write_and_flush(sink.value(), line)) return std::move(*end);
   }
-  if (auto status = sink.value().commit(); !status) return status;
-  return StageEnd::kCompleted;
+  return finish_sink(sink.value(), session);
 }
 
 }  // namespace
@@ -212,7 +227,11 @@ Result<StageEnd> run_verify(VerifyOptions& options, Session& session) {
   auto user = resolve_candidate_user(options.candidate_user, static_cast<bool>(options.settings.sandbox));
   if (!user) return Status::error("--candidate-user: " + user.status().message());
   options.settings.candidate_user = user.value();
+  // A stop request reaches every wait of the evaluation session (settings.stop) and, through the
+  // sandbox hook, every sandboxed process of a verification (its workers, the compilers): they end
+  // within a fraction of a second of it; what the stop cut short is never written or stored.
   options.settings.stop = &session.stop_signal;
+  options.settings.sandbox = honour_stop(std::move(options.settings.sandbox), &session.stop_signal);
   // The hook was installed after create(): rebuild with the final settings (torch is cached).
   verifier = Verifier::create(options.settings);
   if (!verifier) return verifier.status();

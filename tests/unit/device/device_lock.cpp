@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "cudaagent/device/gpu_query.h"
+#include "stop_support.h"
 #include "test_support.h"
 
 namespace cudaagent {
@@ -24,6 +25,21 @@ TEST_CASE("a device lock has one holder; the next waits, gives up with a message
   { DeviceLock released = std::move(first).value(); }
   auto third = DeviceLock::acquire(dir.file("locks"), "gpu-0", 1);
   CHECK(third);
+}
+
+TEST_CASE("a wait for a busy lock ends on a stop request (issue 16)") {
+  testing::TempDir dir;
+  auto holder = DeviceLock::acquire(dir.file("locks"), "gpu-0", 1);
+  REQUIRE(holder);
+  std::atomic<int> stop{0};
+  testing::write_file(dir.file("now"), "");
+  Result<DeviceLock> waiter = Status::error("not run");
+  {
+    testing::StopWhenFileAppears stopper(stop, dir.file("now"));
+    waiter = DeviceLock::acquire(dir.file("locks"), "gpu-0", 3600, {}, &stop);
+  }
+  REQUIRE_FALSE(waiter);
+  CHECK(waiter.status().message().find("stopped by signal 15 while waiting for") == 0);
 }
 
 TEST_CASE("a GPU's lock is named by its UUID, whatever index a process knows it by") {

@@ -4,10 +4,15 @@
 #include "cudaagent/records/record_stage.h"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -74,10 +79,11 @@ struct Run {
   std::string out;
   cudaagent::StageCounts counts;
   bool completed = false;
+  bool stopped = false;
 };
 
 Run run_stage(cudaagent::RecordStage& stage, const std::string& input, int jobs,
-              const std::atomic<int>& stop) {
+              std::atomic<int>& stop) {
   TempDir dir;
   cudaagent::testing::write_file(dir.file("in.jsonl"), input);
   cudaagent::CommonOptions options;
@@ -92,7 +98,10 @@ Run run_stage(cudaagent::RecordStage& stage, const std::string& input, int jobs,
   auto end = cudaagent::run_record_stage(stage, options, session, &run.counts);
   REQUIRE(end.is_ok());
   run.completed = end.value() == cudaagent::StageEnd::kCompleted;
-  run.out = cudaagent::testing::read_file(dir.file("out.jsonl"));
+  // A stopped run keeps what it finished under out.jsonl.partial, never under out.jsonl.
+  run.stopped = stop.load() != 0;
+  CHECK(std::filesystem::exists(dir.file("out.jsonl")) == !run.stopped);
+  run.out = cudaagent::testing::read_file(dir.file(run.stopped ? "out.jsonl.partial" : "out.jsonl"));
   return run;
 }
 
@@ -191,4 +200,206 @@ TEST_CASE("--jobs: a stop signal drops works not started and keeps finished reco
   CHECK(written == stage.finished);
   CHECK(written.size() == static_cast<std::size_t>(stage.started.load()));
   for (const auto& id : written) CHECK((id == "r0" || id == "r1"));
+}
+
+namespace {
+
+// Records {"id", "wait": true|false}: a work that waits returns only once the test releases it
+// (or a stop comes, or a minute passes, which the test then reports); the others return at once.
+class GateStage final : public cudaagent::RecordStage {
+ public:
+  explicit GateStage(const std::atomic<int>& stop) : stop_(stop) {}
+  std::string_view key() const override { return "gate"; }
+  bool slow_records() const override { return true; }
+  RecordEdit process(const InputRecord&) override { return RecordEdit::pass_through(); }
+  Work prepare(const InputRecord& record) override {
+    bool wait = false;
+    if (record.object["wait"].get(wait)) wait = false;
+    return [this, wait] {
+      if (!wait) return RecordEdit::set_key("true");
+      waiting = true;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!released.load() && stop_.load() == 0 && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (stop_.load() != 0) return RecordEdit::interrupted();
+      released_in_time = released.load();
+      return RecordEdit::set_key("\"waited\"");
+    };
+  }
+  std::atomic<bool> released{false};
+  std::atomic<bool> waiting{false};
+  std::atomic<bool> released_in_time{false};
+
+ private:
+  const std::atomic<int>& stop_;
+};
+
+// One line from `fd`, waiting at most a minute for it.
+std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    pollfd watch{fd, POLLIN, 0};
+    if (::poll(&watch, 1, 60'000) <= 0 || ::read(fd, &c, 1) != 1 || c == '\n') return line;
+    line.push_back(c);
+  }
+}
+
+struct PipeRun {
+  TempDir dir;
+  cudaagent::CommonOptions options;
+  std::atomic<int> stop{0};
+  cudaagent::Logger log{"test", stderr, true};
+  cudaagent::Clock clock;
+  cudaagent::StageCounts counts;
+  PipeRun(const std::string& input, int jobs) {
+    cudaagent::testing::write_file(dir.file("in.jsonl"), input);
+    REQUIRE(::mkfifo(dir.file("out").c_str(), 0600) == 0);
+    options.inputs = {dir.file("in.jsonl")};
+    options.output = dir.file("out");
+    options.jobs = jobs;
+    options.quiet = true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("records stream: the first is written while a later work still runs (issue 16)") {
+  for (int jobs : {1, 2}) {
+    CAPTURE(jobs);
+    PipeRun run("{\"id\":\"r0\"}\n{\"id\":\"r1\",\"wait\":true}\n", jobs);
+    GateStage stage(run.stop);
+    cudaagent::Result<cudaagent::StageEnd> end = cudaagent::Status::error("not run");
+    std::thread driver([&] {
+      cudaagent::Session session{run.log, run.clock, run.stop};
+      end = cudaagent::run_record_stage(stage, run.options, session, &run.counts);
+    });
+    const int fd = ::open(run.dir.file("out").c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    // r1 waits for the test, which waits for r0: only a driver that writes r0 at once passes
+    // (with one job, before r1's work starts in its own thread; with two, while it runs).
+    CHECK(read_line(fd) == "{\"id\":\"r0\",\"gate\":true}");
+    stage.released = true;
+    CHECK(read_line(fd) == "{\"id\":\"r1\",\"wait\":true,\"gate\":\"waited\"}");
+    driver.join();
+    ::close(fd);
+    REQUIRE(end.is_ok());
+    CHECK(end.value() == cudaagent::StageEnd::kCompleted);
+    CHECK(stage.released_in_time.load());
+  }
+}
+
+TEST_CASE("a reader downstream that goes away stops the run, and the running work with it") {
+  PipeRun run("{\"id\":\"r0\"}\n{\"id\":\"r1\",\"wait\":true}\n{\"id\":\"r2\"}\n", 2);
+  GateStage stage(run.stop);
+  cudaagent::Result<cudaagent::StageEnd> end = cudaagent::Status::error("not run");
+  std::thread driver([&] {
+    cudaagent::Session session{run.log, run.clock, run.stop};
+    end = cudaagent::run_record_stage(stage, run.options, session, &run.counts);
+  });
+  const int fd = ::open(run.dir.file("out").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(read_line(fd) == "{\"id\":\"r0\",\"gate\":true}");
+  // As the tools do (run_tool): a write to the closed pipe would be EPIPE, not a signal.
+  struct sigaction ignore {}, saved {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &saved);
+  ::close(fd);  // `| head -1`: nothing more will be read, and nothing is released to the work
+  driver.join();
+  ::sigaction(SIGPIPE, &saved, nullptr);
+  REQUIRE(end.is_ok());
+  CHECK(end.value() == cudaagent::StageEnd::kPipeClosed);
+  CHECK(run.stop.load() == SIGPIPE);  // what ended r1's wait
+  CHECK_FALSE(stage.released_in_time.load());
+}
+
+TEST_CASE("a record whose work a stop cut short is not written, and is counted unfinished") {
+  TempDir dir;
+  cudaagent::testing::write_file(dir.file("in.jsonl"), "{\"id\":\"r0\"}\n{\"id\":\"r1\",\"wait\":true}\n");
+  std::atomic<int> stop{0};
+  GateStage stage(stop);
+  cudaagent::CommonOptions options;
+  options.inputs = {dir.file("in.jsonl")};
+  options.output = dir.file("out.jsonl");
+  options.quiet = true;
+  cudaagent::Logger log("test", stderr, true);
+  cudaagent::Clock clock;
+  cudaagent::Session session{log, clock, stop};
+  cudaagent::StageCounts counts;
+  cudaagent::Result<cudaagent::StageEnd> end = cudaagent::Status::error("not run");
+  {
+    std::thread stopper([&] {
+      // The stop comes while r1's work waits; r0 was final before it began.
+      while (!stage.waiting.load()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      stop.store(SIGTERM);
+    });
+    end = cudaagent::run_record_stage(stage, options, session, &counts);
+    stopper.join();
+  }
+  REQUIRE(end.is_ok());
+  CHECK(counts.unfinished == 1);
+  CHECK(cudaagent::testing::read_file(dir.file("out.jsonl.partial")) == "{\"id\":\"r0\",\"gate\":true}\n");
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.jsonl")));
+}
+
+TEST_CASE("an input that is not JSON Lines fails at once; a few bad lines do not (issue 16)") {
+  const auto run_on = [](const std::string& input, std::int64_t max_bad_lines,
+                         cudaagent::StageCounts& counts) {
+    TempDir dir;
+    cudaagent::testing::write_file(dir.file("in.txt"), input);
+    cudaagent::CommonOptions options;
+    options.inputs = {dir.file("in.txt")};
+    options.output = dir.file("out.jsonl");
+    options.quiet = true;
+    options.max_bad_lines = max_bad_lines;
+    cudaagent::Logger log("test", stderr, true);
+    cudaagent::Clock clock;
+    std::atomic<int> stop{0};
+    cudaagent::Session session{log, clock, stop};
+    SlowStage stage;
+    return cudaagent::run_record_stage(stage, options, session, &counts);
+  };
+  std::string lines;
+  for (int i = 0; i < 20; ++i) lines += "line " + std::to_string(i) + " of a text file\n";
+  cudaagent::StageCounts counts;
+  auto text = run_on(lines, 1000, counts);
+  REQUIRE_FALSE(text.is_ok());
+  CHECK(text.status().message().find("is not JSON Lines: none of its first 8 lines is a JSON object") !=
+        std::string::npos);
+  CHECK(counts.bad_lines == 8);  // it stopped reading there
+  counts = {};
+  auto short_text = run_on("hello\nworld\n", 1000, counts);
+  REQUIRE_FALSE(short_text.is_ok());
+  CHECK(short_text.status().message().find("none of its 2 lines is a JSON object") != std::string::npos);
+  counts = {};
+  auto header = run_on("id,ms\n" + record(0, 0) + record(1, 0), 1000, counts);
+  REQUIRE(header.is_ok());  // one bad line among records is an error record, as always
+  CHECK(counts.bad_lines == 1);
+  CHECK(counts.records == 2);
+  counts = {};
+  auto unlimited = run_on(lines, -1, counts);
+  REQUIRE(unlimited.is_ok());
+  CHECK(counts.bad_lines == 20);
+}
+
+TEST_CASE("records of other shards are counted, so a summary can say they were left out") {
+  TempDir dir;
+  std::string input;
+  for (int i = 0; i < 9; ++i) input += record(i, 0, "process");
+  cudaagent::testing::write_file(dir.file("in.jsonl"), input);
+  cudaagent::CommonOptions options;
+  options.inputs = {dir.file("in.jsonl")};
+  options.output = dir.file("out.jsonl");
+  options.quiet = true;
+  options.shard = {1, 3};
+  cudaagent::Logger log("test", stderr, true);
+  cudaagent::Clock clock;
+  std::atomic<int> stop{0};
+  cudaagent::Session session{log, clock, stop};
+  SlowStage stage;
+  cudaagent::StageCounts counts;
+  REQUIRE(cudaagent::run_record_stage(stage, options, session, &counts).is_ok());
+  CHECK(counts.records == 3);
+  CHECK(counts.other_shards == 6);
 }

@@ -345,3 +345,37 @@ TEST_CASE("concurrent writers on overlapping keys all succeed and store the unio
   }
   CHECK(store.quick_check().is_ok());
 }
+
+TEST_CASE("merge_from copies a shard's results, keeps what is there, and merging twice adds nothing") {
+  TempDir dir;
+  {
+    ResultStore shard = open_or_fail(dir.file("shard-0.db"));
+    REQUIRE(shard.put_batch(std::vector<StoredResult>{{"k1", "verify", "a", "{\"v\":1}"},
+                                                      {"k2", "verify", "b", "{\"v\":2}"},
+                                                      {"k3", "reward", "a", "{\"r\":3}"}}));
+  }
+  ResultStore merged = open_or_fail(dir.file("all.db"));
+  REQUIRE(merged.put_batch(std::vector<StoredResult>{{"k1", "verify", "a", "{\"v\":\"kept\"}"}}));
+  auto counts = merged.merge_from(dir.file("shard-0.db"));
+  REQUIRE_MESSAGE(counts, counts.status().message());
+  REQUIRE(counts.value().size() == 2);
+  CHECK(counts.value()[0].stage == "reward");
+  CHECK(counts.value()[0].held == 1);
+  CHECK(counts.value()[0].added == 1);
+  CHECK(counts.value()[1].stage == "verify");
+  CHECK(counts.value()[1].held == 2);
+  CHECK(counts.value()[1].added == 1);  // k1 was there already
+  CHECK(merged.find("k1").value() == std::optional<std::string>("{\"v\":\"kept\"}"));
+  CHECK(merged.find("k3").value() == std::optional<std::string>("{\"r\":3}"));
+  auto again = merged.merge_from(dir.file("shard-0.db"));
+  REQUIRE(again);
+  for (const auto& count : again.value()) CHECK(count.added == 0);
+  CHECK(merged.count("verify").value() == 2);
+  // A store that is missing or not a store changes nothing and says why.
+  CHECK_FALSE(merged.merge_from(dir.file("missing.db")));
+  cudaagent::testing::write_file(dir.file("junk.db"), "not a database, not at all, no");
+  CHECK_FALSE(merged.merge_from(dir.file("junk.db")));
+  CHECK(merged.count("verify").value() == 2);
+  // The merged store still takes writes (nothing stayed attached).
+  CHECK(merged.put_batch(std::vector<StoredResult>{{"k9", "verify", "", "{}"}}));
+}

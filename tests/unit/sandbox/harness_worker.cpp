@@ -14,6 +14,7 @@
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/paths.h"
 #include "cudaagent/sandbox/subprocess.h"
+#include "stop_support.h"
 #include "test_support.h"
 
 namespace cudaagent {
@@ -348,6 +349,48 @@ TEST_CASE_FIXTURE(WorkerFixture, "an interactive session relays lines both ways 
   const int starts = worker.starts();
   REQUIRE(worker.run(job("again.py", "print('again')\n")));
   CHECK(worker.starts() == starts + 1);
+}
+
+TEST_CASE("Subprocess's waits end on a stop request and leave the child to the caller (issue 16)") {
+  auto spawned = Subprocess::spawn(cat_spec(), "");
+  REQUIRE(spawned);
+  Subprocess& cat = spawned.value();
+  std::atomic<int> stop{0};
+  cat.watch_stop(&stop);
+  TempDir dir;
+  write_file(dir.file("go"), "");
+  Result<Subprocess::Line> line = Status::error("not run");
+  {
+    testing::StopWhenFileAppears stopper(stop, dir.file("go"));
+    line = cat.receive_line(600, 100);  // cat says nothing: only the stop can end this wait
+  }
+  REQUIRE_FALSE(line);
+  CHECK(line.status().message() == "stopped by signal 15 (SIGTERM)");
+  CHECK(cat.running());
+  cat.kill();
+}
+
+TEST_CASE_FIXTURE(WorkerFixture, "a stop request ends a job at once: the worker dies with it, and no result (issue 16)") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  std::atomic<int> stop{0};
+  HarnessWorkerOptions o = options();
+  o.stop = &stop;
+  HarnessWorker stoppable(o);
+  REQUIRE(stoppable.warm_up());
+  const std::string started = dir.file("started");
+  Result<ProcessResult> result = Status::error("not run");
+  {
+    testing::StopWhenFileAppears stopper(stop, started);
+    // A job that would hang past any test: only the stop ends it.
+    result = stoppable.run(job("hang.py", "import time\nopen('" + started + "', 'w').close()\n"
+                                          "while True: time.sleep(1)\n", 600));
+  }
+  REQUIRE_FALSE(result);
+  CHECK(result.status().message() == "stopped by signal 15 (SIGTERM)");
+  // Nothing more starts while the stop stands.
+  auto again = stoppable.run(job("ok.py", "print('ok')\n"));
+  REQUIRE_FALSE(again);
+  CHECK(again.status().message().find("stopped") == 0);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "stop_support.h"
 #include "test_support.h"
 
 using cudaagent::ProcessResult;
@@ -497,4 +498,36 @@ TEST_CASE("a malformed spec is a Status, not a result") {
   const auto r = cudaagent::run_process(spec);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().message().find("malformed environment entry 'NOEQUALS'") != std::string::npos);
+}
+
+TEST_CASE("a stop request kills the child's whole group at once and is no result (issue 16)") {
+  REQUIRE(cudaagent::become_child_subreaper().is_ok());
+  TempDir dir;
+  std::atomic<int> stop{0};
+  // The child and its background sleep both outlive any test unless the stop reaches them.
+  ProcessSpec spec = shell("sleep 600 & echo $! >'" + dir.file("pid") + "'; touch '" +
+                           dir.file("started") + "'; wait");
+  spec.timeout_seconds = 600;
+  spec.stop = &stop;
+  cudaagent::Result<ProcessResult> result = cudaagent::Status::error("not run");
+  {
+    cudaagent::testing::StopWhenFileAppears stopper(stop, dir.file("started"));
+    result = cudaagent::run_process(spec);
+  }
+  REQUIRE_FALSE(result.is_ok());
+  CHECK(result.status().message() == "stopped by signal 15 (SIGTERM)");
+  CHECK(count_own_children() == 0);
+  const std::string pid = cudaagent::testing::read_file(dir.file("pid"));
+  REQUIRE_FALSE(pid.empty());
+  CHECK(::kill(std::stoi(pid), 0) != 0);  // the grandchild is gone too (reaped as a subreaper)
+}
+
+TEST_CASE("a stop request already set ends the program at once") {
+  std::atomic<int> stop{SIGINT};
+  ProcessSpec spec = shell("sleep 600");
+  spec.stop = &stop;
+  auto result = cudaagent::run_process(spec);
+  REQUIRE_FALSE(result.is_ok());
+  CHECK(result.status().message() == "stopped by signal 2 (SIGINT)");
+  CHECK(count_own_children() == 0);
 }

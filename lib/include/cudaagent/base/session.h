@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -22,39 +23,65 @@ class Clock {
 // Messages for people on stderr: "cudaagent-reward: cannot open 'x': reason". Each message is
 // written through printable_text (terminal_text.h): control characters, invalid UTF-8 and
 // invisible characters become visible escapes, so a message is always one line, whatever
-// candidate bytes it quotes. Not thread-safe across loggers sharing one FILE, but each call
-// writes one whole line with one fwrite.
+// candidate bytes it quotes. Thread-safe: each message is one whole line written under a lock
+// (several loggers sharing one FILE still write whole lines, each with one fwrite).
+// The status line: when the sink is a terminal, set_status() keeps one self-overwriting line at
+// the bottom ("\r...\x1b[K", the progress of a run); every message clears it, is written, and
+// draws it again below, so messages and the status never share a line. Off a terminal the status
+// is not drawn at all (batch logs get Progress's periodic lines instead).
 class Logger {
  public:
-  Logger(std::string program, std::FILE* sink, bool quiet = false)
-      : program_(std::move(program)), sink_(sink), quiet_(quiet) {}
+  Logger(std::string program, std::FILE* sink, bool quiet = false);
   virtual ~Logger() = default;
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
 
-  void error(std::string_view message) { write(message); }
-  void warn(std::string_view message) { write(message); }
+  void error(std::string_view message) { emit(message); }
+  void warn(std::string_view message) { emit(message); }
   // Informational lines are silenced by --quiet; errors and warnings never are.
   void info(std::string_view message) {
-    if (!quiet_) write(message);
+    if (!quiet_) emit(message);
   }
   bool quiet() const { return quiet_; }
   void set_quiet(bool quiet) { quiet_ = quiet; }
   const std::string& program() const { return program_; }
 
+  // Whether the sink is a terminal (where a status line is drawn).
+  bool terminal() const { return terminal_; }
+  // Sets (and draws, on a terminal) the status line; "" clears it.
+  void set_status(std::string_view line);
+  // Takes the status line off the terminal, keeping its text, before something else is written
+  // to the same terminal (records on stdout); show_status() draws it again.
+  void hide_status();
+  void show_status();
+
  protected:
+  // Writes one message line. Called under the logger's lock with the status line cleared.
   virtual void write(std::string_view message);
 
  private:
+  void emit(std::string_view message);
+  void draw_status_locked();
+  void clear_status_locked();
+
   std::string program_;
   std::FILE* sink_;
   bool quiet_;
+  bool terminal_ = false;
+  std::mutex mutex_;
+  std::string status_;
+  bool status_drawn_ = false;
 };
 
 struct Session {
   Logger& log;
   const Clock& clock;
-  // Set (from a signal handler) to the number of a signal that asked the run to stop; 0 otherwise.
-  // Stages check it between records and stop after flushing what is complete.
-  const std::atomic<int>& stop_signal;
+  // The number of a signal that asked the run to stop; 0 otherwise. Set by the signal handler
+  // (SIGINT, SIGTERM, SIGHUP), and by the record driver (to SIGPIPE) when the reader downstream
+  // went away. Stages look at it between records; the lower layers take its address to end a
+  // wait early (ProcessSpec::stop, HarnessWorkerOptions::stop, DeviceLock::acquire), so that a
+  // stop ends running jobs within a fraction of a second.
+  std::atomic<int>& stop_signal;
 };
 
 // Quotes a subject for messages: 'runs.db'. The subject goes through printable_text

@@ -4,6 +4,7 @@
 // its last descriptor. Key choice: advisory kernel locks, no daemon and no lock-file cleanup.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -16,10 +17,13 @@ class DeviceLock {
   // Takes the lock on `name` ("gpu-0", "cpu") in `dir` (created 0700 if missing), waiting at most
   // timeout_seconds. `waiting` is called once when the lock is busy, before the wait starts (a
   // message for people). A Status when the file cannot be opened or the time ran out ("the lock
-  // 'dir/gpu-0.lock' is held by another timing job; gave up after 10 s").
+  // 'dir/gpu-0.lock' is held by another timing job; gave up after 10 s"). With `stop`
+  // (Session::stop_signal), a wait ends within 50 ms of a stop request with a Status ("stopped
+  // by signal 15 (SIGTERM) while waiting for ...").
   static Result<DeviceLock> acquire(const std::string& dir, const std::string& name,
                                     double timeout_seconds,
-                                    const std::function<void(const std::string&)>& waiting = {});
+                                    const std::function<void(const std::string&)>& waiting = {},
+                                    const std::atomic<int>* stop = nullptr);
 
   DeviceLock(DeviceLock&& other) noexcept;
   DeviceLock& operator=(DeviceLock&& other) noexcept;

@@ -6,6 +6,7 @@
 // The trusted side (this code) reads their files and decides with lib/filter/checks.cpp.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,6 +47,10 @@ struct FilterSettings {
   std::optional<ProcessCredentials> run_as;
   SandboxWrapper sandbox;  // empty: processes run unsandboxed
   std::string sandbox_summary = "none";
+  // A stop request (Session::stop_signal; null: none): the harness workers, their jobs and the
+  // wait for a device's timing slot end within a fraction of a second of it, and the task's
+  // outcome is then infra with `stopped` set (never a result).
+  const std::atomic<int>* stop = nullptr;
 };
 
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
@@ -57,6 +62,7 @@ struct FilterOutcome {
   // `infra_reason` says why and the task should be retried, not rejected.
   bool infra = false;
   std::string infra_reason;
+  bool stopped = false;  // infra because a stop request cut the task short
   bool kept = false;
   std::string json;  // the value of the record's "filter" key
 };

@@ -18,6 +18,7 @@ struct ProfileOptions {
   SandboxFlags sandbox;
   bool brief = false;         // --brief: a few plain lines per workspace instead of records
   std::string candidate_user = "auto";  // --candidate-user
+  bool remeasure = false;     // --remeasure: time candidates even when the store has their profile
 };
 
 void add_profile_flags(CLI::App& app, ProfileOptions& options);

@@ -16,6 +16,7 @@
 namespace cudaagent {
 
 inline constexpr std::size_t kLinePadding = 64;  // >= SIMDJSON_PADDING (checked in the .cpp)
+inline constexpr double kReadPollSeconds = 0.1;   // how often a waiting read looks at `stop`
 
 struct InputLine {
   std::uint64_t number = 0;   // 1-based line number within its source
@@ -30,7 +31,8 @@ struct InputLine {
 class LineReader {
  public:
   // Opens `path` ("-" means stdin). Lines longer than `max_line_bytes` are reported as oversized.
-  // `stop`, when given, is polled after an interrupted read so a signal ends the read promptly.
+  // `stop`, when given, is looked at while a read waits (every kReadPollSeconds), so a stop request
+  // ends the read promptly even when the signal was delivered to another thread.
   static Result<LineReader> open(const std::string& path, std::size_t max_line_bytes,
                                  const std::atomic<int>* stop = nullptr);
   LineReader(LineReader&&) noexcept;
@@ -45,6 +47,12 @@ class LineReader {
   // Whether a complete line is already buffered, i.e. next() will not block. Writers use this to
   // flush before waiting for input, so a downstream reader sees records promptly.
   bool has_buffered_line() const;
+
+  // Waits up to `seconds` until next() has something to give without waiting for the source (a
+  // buffered line, readable bytes, or the end of input), or until `wake_fd` (when >= 0) is
+  // readable. True when the input is ready; false when the time ran out or `wake_fd` woke it.
+  // A Status when the source cannot be polled.
+  Result<bool> wait(double seconds, int wake_fd = -1);
 
   const std::string& name() const;          // the path, or "-" for stdin
   std::uint64_t bytes_consumed() const;     // bytes read from the source so far

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "cudaagent/base/status.h"
 #include "cudaagent/records/sqlite.h"
@@ -52,6 +53,18 @@ class ResultStore {
 
   // How many results a stage has stored.
   Result<std::size_t> count(std::string_view stage);
+
+  // Copies every result of the store at `path` (another shard's, say) into this one, in one
+  // transaction, keeping their stamps; a key already here is left as it is (a result is a
+  // function of its key). Returns how many results `path` held and how many were new here, per
+  // stage. Fails, changing nothing, when `path` is missing, is not a store of this schema
+  // version, or the transaction fails. `path` is read only.
+  struct MergeCount {
+    std::string stage;
+    std::size_t held = 0;
+    std::size_t added = 0;
+  };
+  Result<std::vector<MergeCount>> merge_from(const std::string& path);
 
   // Ok when PRAGMA quick_check finds nothing wrong; otherwise its first findings.
   Status quick_check();

@@ -8,6 +8,7 @@
 // worker's answer only says how the child ended; verdicts come from files the trusted side reads.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -28,6 +29,12 @@ struct HarnessWorkerOptions {
   std::function<Result<SandboxCommand>(const ProcessSpec&)> wrap;
   std::string log_path;               // the worker's own stderr (appended)
   double start_timeout_seconds = 300;  // interpreter start plus the preloads
+  // A stop request to honour (Session::stop_signal; null: none; when null, the `stop` of the
+  // command `wrap` returns is honoured instead). Once it is non-zero, a job, a session or a start
+  // that is waiting ends within kStopPollSeconds: the worker is killed with everything in its
+  // sandbox, and the call returns stopped_status() — never a result, since a job cut short has
+  // no outcome to judge.
+  const std::atomic<int>* stop = nullptr;
 };
 
 struct HarnessJob {
@@ -92,7 +99,8 @@ class HarnessSession {
 
 class HarnessWorker {
  public:
-  explicit HarnessWorker(HarnessWorkerOptions options) : options_(std::move(options)) {}
+  explicit HarnessWorker(HarnessWorkerOptions options)
+      : options_(std::move(options)), stop_(options_.stop) {}
 
   // Runs one job and says how its child ended, as run_process would: kExited / kSignaled with the
   // merged output in `err` (truncated flagged), kTimedOut when the time ran out (the worker is then
@@ -124,9 +132,15 @@ class HarnessWorker {
  private:
   friend class HarnessSession;
   std::string request_json(const HarnessJob& job, const std::string& nonce, bool interactive) const;
+  bool stopping() const { return stop_ != nullptr && stop_->load() != 0; }
+  Status stop_here() {   // kills the worker; the Status a stopped call returns
+    process_.reset();
+    return stopped_status(stop_->load());
+  }
   Status start();        // launch() and wait for the greeting
   Status await_ready();  // read the greeting of the launched worker
   HarnessWorkerOptions options_;
+  const std::atomic<int>* stop_;  // options_.stop, else the wrapped command's (set at launch)
   std::optional<Subprocess> process_;
   bool ready_ = false;
   std::map<std::string, std::string> versions_;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -81,7 +82,21 @@ struct ProcessSpec {
   // keeps its descriptors open for the call and still owns them afterwards. The child shares
   // their open file descriptions, file offsets included. Every other descriptor is closed.
   std::vector<std::pair<int, int>> inherit_fds;
+  // A stop request to honour (Session::stop_signal; null: none): once it is non-zero the whole
+  // process group is killed at once (SIGKILL) and run_process returns a failed Status that says
+  // so, never a result: a program cut short by a stop has no outcome to judge. Looked at every
+  // kStopPollSeconds at most, so the child is gone within a fraction of a second. Honoured the
+  // same way by Subprocess (its waits) and HarnessWorker (a worker started from this spec), and
+  // carried through sandbox_command(), so a sandbox hook can hand it to everything it wraps.
+  const std::atomic<int>* stop = nullptr;
 };
+
+// How often a wait that honours a stop request looks at it.
+inline constexpr double kStopPollSeconds = 0.1;
+
+// The Status every wait that honours a stop request returns when it was stopped:
+// "stopped by signal 15 (SIGTERM)".
+Status stopped_status(int signal_number);
 
 inline constexpr std::size_t kMaxInheritedFds = 16;
 

@@ -3,6 +3,7 @@
 // read-only paths a torch interpreter and the GPU need inside. Shared by verify and filter.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,6 +40,11 @@ struct SandboxChoice {
   std::string summary;  // for logs and records: the probe's summary, or why there is none
 };
 
+// `wrap` with every command it returns honouring `stop` (ProcessSpec::stop): how a stage hands a
+// stop request to all the sandboxed processes of code it does not own (verify's and profile's
+// workers and compilers). Empty stays empty: unsandboxed processes are not covered.
+SandboxWrapper honour_stop(SandboxWrapper wrap, const std::atomic<int>* stop);
+
 // Probes the sandbox (unless no_sandbox) and returns the runner. A Status, with the probe's notes
 // and the flag that would override it, when the sandbox is below the minimum and unsandboxed
 // runs were not allowed, or when no_sandbox was asked without allow_unsandboxed. Logs a warning
@@ -61,18 +67,24 @@ std::vector<std::string> harness_environment(const std::string& home);
 // filter's): `python -I -B <harness_dir>/worker.py --preload=torch` with `env`, the file-size and
 // open-files limits every stage uses, its stderr appended to `log_path`, and in the sandbox (when
 // `wrap` is set) able to read `readable` and write only `writable`.
+// With `stop` (Session::stop_signal), a job or start of the worker ends within a fraction of a
+// second of a stop request, the worker killed with its sandbox (HarnessWorkerOptions::stop).
 struct HarnessWorkerPlan {
   std::string python, harness_dir, log_path;
   std::vector<std::string> env, readable, writable;
   std::optional<ProcessCredentials> run_as;
   SandboxWrapper wrap;
+  const std::atomic<int>* stop = nullptr;
 };
 std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan);
 
 // A build runner (BuildOptions::runner) that runs each compiler in the sandbox, writing only the
-// workspace being built and the object cache.
+// workspace being built and the object cache. With `stop` (Session::stop_signal), a compiler that
+// is running when a stop is requested is killed with its process group and the runner returns
+// stopped_status() (ProcessSpec::stop).
 std::function<Result<ProcessResult>(const ProcessSpec&)> sandboxed_build_runner(
-    const SandboxWrapper& wrap, const std::string& work, const std::string& cache);
+    const SandboxWrapper& wrap, const std::string& work, const std::string& cache,
+    const std::atomic<int>* stop = nullptr);
 
 // The GPU device nodes (/dev/nvidia*, not directories), for SandboxPolicy::devices.
 std::vector<std::string> gpu_device_nodes();

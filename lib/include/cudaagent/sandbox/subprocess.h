@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -36,9 +37,10 @@ class Subprocess {
     std::string text;
   };
 
-  // Starts spec.argv. spec.stdin_data, the output caps and timeout_seconds are not used. The
-  // child's stderr is appended to `stderr_path` (created 0600), or discarded when it is empty. A
-  // program that cannot be started is a failed Status with the reason.
+  // Starts spec.argv. spec.stdin_data, the output caps and timeout_seconds are not used;
+  // spec.stop is watched (watch_stop). The child's stderr is appended to `stderr_path` (created
+  // 0600), or discarded when it is empty. A program that cannot be started is a failed Status
+  // with the reason.
   static Result<Subprocess> spawn(const ProcessSpec& spec, const std::string& stderr_path);
 
   // As spawn, but the child's stderr is kept in an anonymous memory file that stderr_tail()
@@ -50,6 +52,11 @@ class Subprocess {
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess();
+
+  // Makes send() and receive_line() honour a stop request (Session::stop_signal; null: none):
+  // once it is non-zero they return stopped_status() within kStopPollSeconds instead of waiting
+  // on. The child is left running: the caller decides (kill() ends it at once).
+  void watch_stop(const std::atomic<int>* stop) { stop_ = stop; }
 
   // Writes all of `bytes` to the child's stdin within the time given. A failed Status when the
   // child stopped reading or the time ran out (SIGPIPE never reaches the caller).
@@ -85,6 +92,7 @@ class Subprocess {
   int stdout_fd_ = -1;
   std::string pending_;  // bytes after the last complete line
   int stderr_fd_ = -1;   // the kept stderr (a memfd), else -1
+  const std::atomic<int>* stop_ = nullptr;
 };
 
 }  // namespace cudaagent

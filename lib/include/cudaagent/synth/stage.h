@@ -26,6 +26,7 @@ struct SynthOptions {
   std::string window = "1,100";
   std::string catalog_path;  // empty: the installed catalog
   bool list = false;
+  std::string import_kernelbench;  // --import-kernelbench DIR: KernelBench's problems as tasks
   double memory_gib = 16;
   synth::ComposeSettings settings;  // filled from the flags above after parsing
   // LLM mode
@@ -47,7 +48,8 @@ struct SynthOptions {
 // a bad value is a usage error (exit 2).
 void add_synth_flags(CLI::App& app, SynthOptions& options);
 
-// Writes --count task records (or the catalog listing with --list). Exit semantics as run_tool:
+// Writes --count task records (or the catalog listing with --list, or KernelBench's problems
+// with --import-kernelbench). Exit semantics as run_tool:
 // per-task failures are error records; a catalog that cannot be loaded, a server that keeps
 // failing, or a write error fail the run.
 Result<StageEnd> run_synth(SynthOptions& options, Session& session);
