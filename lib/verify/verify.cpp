@@ -88,6 +88,111 @@ void write_checks(JsonWriter& out, const VerifyFacts& facts) {
   out.end_array();
 }
 
+// A stored verdict of the same job key, marked as a store hit.
+Result<VerifyOutcome> outcome_of_stored(std::string_view stored, const std::string& key) {
+  std::string json;
+  simdjson::dom::parser parser;
+  simdjson::dom::element value;
+  std::string_view verdict_text;
+  std::optional<Verdict> verdict;
+  if (parser.parse(stored).get(value) || value["verdict"].get(verdict_text) ||
+      !(verdict = parse_verdict(verdict_text)) ||
+      !append_with_member(json, stored, "store", "{\"hit\":true}", false)) {
+    return Status::error("the store holds a malformed verify result under " + key);
+  }
+  std::string_view reason;
+  if (value["reason"].get(reason)) reason = {};
+  return VerifyOutcome{*verdict, std::string(reason), json};
+}
+
+// The static policies, before anything of the candidate is built or run: the snapshot's findings,
+// torch calls in its C++ sources, and model_new.py's own policy (python_policy.h: what could switch
+// the runtime audit off is refused before any of it runs; it runs after a finding of the others
+// too, so tampering is still flagged).
+void static_policy(const VerifySettings& settings, const TorchEnv& torch, const std::string& share,
+                   const Snapshot& snapshot, VerifyFacts& facts, Evidence& evidence) {
+  evidence.findings = snapshot.findings;
+  for (const auto& found : scan_torch_calls(snapshot.files, default_allowed_torch_calls())) {
+    evidence.findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
+                                 found.call + " computes with torch; only the candidate's own "
+                                 "kernels may compute"});
+  }
+  const auto model_new = snapshot.files.find("model_new.py");
+  if (model_new == snapshot.files.end()) {
+    evidence.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});
+  }
+  if (!evidence.findings.empty()) {
+    const auto& first = evidence.findings.front();
+    facts.policy = PolicyVerdict{Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail};
+  }
+  if (model_new != snapshot.files.end() && settings.python_policy) {
+    const auto phase = SteadyClock::now();
+    auto report = check_python_policy(torch.python, share + "/harness/model_policy.py", model_new->second);
+    evidence.timings.emplace_back("python_policy", since(phase));
+    if (!report) {
+      facts.infra = "python policy: " + report.status().message();
+    } else {
+      PythonPolicyDecision decision = decide_python_policy(report.value());
+      evidence.findings.insert(evidence.findings.end(), decision.findings.begin(), decision.findings.end());
+      if (decision.verdict) facts.python_policy = PolicyVerdict{*decision.verdict, std::move(decision.reason)};
+    }
+  }
+}
+
+// The record's "verify" value: the decision, then everything found on the way to it.
+std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, const VerifyFacts& facts,
+                        const Evidence& evidence, const VerifyDecision& decision, double total_seconds) {
+  std::string json;
+  JsonWriter out(json);
+  out.begin_object().field("verdict", verdict_name(decision.verdict)).field("reason", decision.reason);
+  out.field("device", settings.device).field("snapshot", evidence.snapshot_hash);
+  if (!evidence.key.empty()) out.field("job_key", evidence.key);
+  write_checks(out, facts);
+  out.key("policy").begin_object().key("findings").begin_array();
+  for (const auto& finding : evidence.findings) {
+    out.begin_object().field("rule", finding.rule).field("path", finding.path);
+    out.field("detail", finding.detail).field("verdict", verdict_name(finding.verdict)).end_object();
+  }
+  out.end_array().key("forbidden_ops").begin_object();
+  if (facts.end) {
+    for (const auto& [name, count] : facts.end->forbidden_ops) out.field(name, count);
+  }
+  out.end_object().end_object();
+  if (facts.built) write_build(out, evidence.build);
+  const ProcessResult* runner = facts.end ? &facts.end->process
+                                : facts.start && facts.start->ended ? &*facts.start->ended : nullptr;
+  if (runner != nullptr && !runner->err.empty()) {
+    const std::string& err = runner->err;
+    out.field("candidate_stderr", err.size() > 4000 ? err.substr(err.size() - 4000) : err);
+  }
+  out.key("session").begin_object().field("task_reused", evidence.task_reused);
+  if (!evidence.task_phases.empty()) out.key("task_phases_s").raw(evidence.task_phases);
+  if (facts.batch && !facts.batch->calls.empty() && !facts.batch->calls.front().runner_json.empty()) {
+    out.key("first_call").raw(facts.batch->calls.front().runner_json);
+  }
+  out.end_object();
+  out.key("sandbox").begin_object().field("launcher", settings.sandbox_summary);
+  out.field("candidate_user", settings.candidate_user ? std::to_string(settings.candidate_user->uid) + ":" +
+                                                             std::to_string(settings.candidate_user->gid)
+                                                       : std::string("the verifier's own"));
+  out.key("layers").begin_array();
+  if (facts.start) {
+    for (const auto& layer : facts.start->sandbox_layers) out.value(layer);
+  }
+  out.end_array().end_object();
+  out.key("timings_s").begin_object();
+  for (const auto& [phase, seconds] : evidence.timings) out.field(phase, seconds);
+  out.field("total", total_seconds).end_object();
+  out.key("settings").begin_object().field("atol", settings.atol).field("rtol", settings.rtol);
+  out.field("checks", settings.checks).field("python_policy", settings.python_policy).end_object();
+  out.key("versions").begin_object().field("cudaagent", build_version());
+  out.field("commit", build_commit()).field("torch", torch.torch_version);
+  out.field("python", torch.python_version);
+  if (!torch.gpu_name.empty()) out.field("gpu", torch.gpu_name);
+  out.end_object().end_object();
+  return json;
+}
+
 }  // namespace
 
 Verifier::Verifier(VerifySettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator)
@@ -150,6 +255,9 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   return verifier;
 }
 
+// The steps in the order their facts can be known, each ending at finish() when it decides; kept in
+// one function so that order reads top to bottom (the rules are decide_verify's, the record
+// verify_json's).
 Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   const auto started = SteadyClock::now();
   Evidence evidence;
@@ -166,54 +274,7 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   // Decides, writes the record, stores it. Every path below ends here.
   const auto finish = [&]() -> Result<VerifyOutcome> {
     const VerifyDecision decision = decide_verify(facts);
-    std::string json;
-    JsonWriter out(json);
-    out.begin_object().field("verdict", verdict_name(decision.verdict)).field("reason", decision.reason);
-    out.field("device", settings_.device).field("snapshot", evidence.snapshot_hash);
-    if (!evidence.key.empty()) out.field("job_key", evidence.key);
-    write_checks(out, facts);
-    out.key("policy").begin_object().key("findings").begin_array();
-    for (const auto& finding : evidence.findings) {
-      out.begin_object().field("rule", finding.rule).field("path", finding.path);
-      out.field("detail", finding.detail).field("verdict", verdict_name(finding.verdict)).end_object();
-    }
-    out.end_array().key("forbidden_ops").begin_object();
-    if (facts.end) {
-      for (const auto& [name, count] : facts.end->forbidden_ops) out.field(name, count);
-    }
-    out.end_object().end_object();
-    if (facts.built) write_build(out, evidence.build);
-    const ProcessResult* runner = facts.end ? &facts.end->process
-                                  : facts.start && facts.start->ended ? &*facts.start->ended : nullptr;
-    if (runner != nullptr && !runner->err.empty()) {
-      const std::string& err = runner->err;
-      out.field("candidate_stderr", err.size() > 4000 ? err.substr(err.size() - 4000) : err);
-    }
-    out.key("session").begin_object().field("task_reused", evidence.task_reused);
-    if (!evidence.task_phases.empty()) out.key("task_phases_s").raw(evidence.task_phases);
-    if (facts.batch && !facts.batch->calls.empty() && !facts.batch->calls.front().runner_json.empty()) {
-      out.key("first_call").raw(facts.batch->calls.front().runner_json);
-    }
-    out.end_object();
-    out.key("sandbox").begin_object().field("launcher", settings_.sandbox_summary);
-    out.field("candidate_user", settings_.candidate_user ? std::to_string(settings_.candidate_user->uid) + ":" +
-                                                               std::to_string(settings_.candidate_user->gid)
-                                                         : std::string("the verifier's own"));
-    out.key("layers").begin_array();
-    if (facts.start) {
-      for (const auto& layer : facts.start->sandbox_layers) out.value(layer);
-    }
-    out.end_array().end_object();
-    out.key("timings_s").begin_object();
-    for (const auto& [phase, seconds] : evidence.timings) out.field(phase, seconds);
-    out.field("total", since(started)).end_object();
-    out.key("settings").begin_object().field("atol", settings_.atol).field("rtol", settings_.rtol);
-    out.field("checks", settings_.checks).field("python_policy", settings_.python_policy).end_object();
-    out.key("versions").begin_object().field("cudaagent", build_version());
-    out.field("commit", build_commit()).field("torch", torch_.torch_version);
-    out.field("python", torch_.python_version);
-    if (!torch_.gpu_name.empty()) out.field("gpu", torch_.gpu_name);
-    out.end_object().end_object();
+    const std::string json = verify_json(settings_, torch_, facts, evidence, decision, since(started));
     std::string reason = decision.reason;
     if (store_ != nullptr && !evidence.key.empty() && decision.verdict != Verdict::kInfraError) {
       // Durable before it is released downstream (cudaagent(7), STORES). A store that cannot
@@ -237,51 +298,10 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
   if (store_ != nullptr) {
     auto stored = store_->find(evidence.key);
     if (!stored) return stored.status();
-    if (stored.value()) {
-      std::string json;
-      simdjson::dom::parser parser;
-      simdjson::dom::element value;
-      std::string_view verdict_text;
-      std::optional<Verdict> verdict;
-      if (parser.parse(*stored.value()).get(value) || value["verdict"].get(verdict_text) ||
-          !(verdict = parse_verdict(verdict_text)) ||
-          !append_with_member(json, *stored.value(), "store", "{\"hit\":true}", false)) {
-        return Status::error("the store holds a malformed verify result under " + evidence.key);
-      }
-      std::string_view reason;
-      if (value["reason"].get(reason)) reason = {};
-      return VerifyOutcome{*verdict, std::string(reason), json};
-    }
-  }
-  evidence.findings = snapshot.value().findings;
-  for (const auto& found : scan_torch_calls(snapshot.value().files, default_allowed_torch_calls())) {
-    evidence.findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
-                                 found.call + " computes with torch; only the candidate's own "
-                                 "kernels may compute"});
-  }
-  const auto model_new = snapshot.value().files.find("model_new.py");
-  if (model_new == snapshot.value().files.end()) {
-    evidence.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});
+    if (stored.value()) return outcome_of_stored(*stored.value(), evidence.key);
   }
   evidence.timings.emplace_back("snapshot", since(phase));
-  if (!evidence.findings.empty()) {
-    const auto& first = evidence.findings.front();
-    facts.policy = PolicyVerdict{Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail};
-  }
-  // model_new.py's static policy (python_policy.h): what could switch the runtime audit off is
-  // refused before any of it runs. It runs after a finding above too, so tampering is still flagged.
-  if (model_new != snapshot.value().files.end() && settings_.python_policy) {
-    phase = SteadyClock::now();
-    auto report = check_python_policy(torch_.python, share + "/harness/model_policy.py", model_new->second);
-    evidence.timings.emplace_back("python_policy", since(phase));
-    if (!report) {
-      facts.infra = "python policy: " + report.status().message();
-    } else {
-      PythonPolicyDecision decision = decide_python_policy(report.value());
-      evidence.findings.insert(evidence.findings.end(), decision.findings.begin(), decision.findings.end());
-      if (decision.verdict) facts.python_policy = PolicyVerdict{*decision.verdict, std::move(decision.reason)};
-    }
-  }
+  static_policy(settings_, torch_, share, snapshot.value(), facts, evidence);
   if (facts.policy || facts.python_policy || facts.infra) return finish();
 
   // 2. The workspace where the candidate's runner will see it; the task's session opens while it
