@@ -5,8 +5,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "cudaagent/base/session.h"
@@ -59,7 +62,7 @@ std::string errmsg(sqlite3* db, int rc) {
 }
 
 // One-row pragmas during open, where a Statement is not needed outside.
-Result<std::string> query_text(sqlite3* db, const char* sql) {
+Result<std::string> query_text(sqlite3* db, const char* sql, int* code = nullptr) {
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
   std::string text;
@@ -74,6 +77,7 @@ Result<std::string> query_text(sqlite3* db, const char* sql) {
     }
   }
   std::string reason = rc == SQLITE_OK ? "" : errmsg(db, rc);
+  if (code != nullptr) *code = rc;
   sqlite3_finalize(raw);
   if (rc != SQLITE_OK) return Status::error(std::move(reason));
   return text;
@@ -122,17 +126,30 @@ Result<Database> Database::open(const std::string& path, const DatabaseOptions& 
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
 
   // sqlite opens lazily: reading the header now turns "not a database" or a directory into an
-  // open error rather than a surprise at the first query.
-  if (auto header = query_text(raw, "PRAGMA schema_version"); !header) {
-    return failure(operation, header.status().message(), where);
-  }
-  if (options.wal && !options.read_only && !is_memory_path(path)) {
-    auto mode = query_text(raw, "PRAGMA journal_mode=WAL");
-    if (!mode) return failure(operation, mode.status().message(), where);
-    if (mode.value() != "wal") {
-      return failure(operation,
-                     "journal mode stays '" + mode.value() + "', wal is not supported here", where);
+  // open error rather than a surprise at the first query. Writers racing to create or switch the
+  // journal of one new file can get SQLITE_BUSY here without sqlite calling the busy handler (it
+  // does not wait where waiting could deadlock), so these first steps are retried for as long as
+  // busy_timeout_ms allows.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.busy_timeout_ms);
+  for (int attempt = 0;; ++attempt) {
+    int code = SQLITE_OK;
+    Status status = Status::ok();
+    if (auto header = query_text(raw, "PRAGMA schema_version", &code); !header) {
+      status = header.status();
+    } else if (options.wal && !options.read_only && !is_memory_path(path)) {
+      auto mode = query_text(raw, "PRAGMA journal_mode=WAL", &code);
+      if (!mode) {
+        status = mode.status();
+      } else if (mode.value() != "wal") {
+        return failure(operation,
+                       "journal mode stays '" + mode.value() + "', wal is not supported here", where);
+      }
     }
+    if (status) break;
+    if ((code & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= give_up) {
+      return failure(operation, status.message(), where);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 << std::min(attempt, 4), 50)));
   }
   const std::string pragmas = std::string("PRAGMA foreign_keys=ON; PRAGMA synchronous=") +
                               (options.synchronous == Synchronous::kFull ? "FULL" : "NORMAL");
