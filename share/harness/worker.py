@@ -384,8 +384,15 @@ def main():
             if requests.closed or not requests.fill():
                 return 0
         line = requests.take_line()
-        if line.strip():
-            _serve_one(json.loads(line), reply, requests)
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if "send" in request or "close" in request:
+            # A late word for an interactive job that has already ended (its driver's close can
+            # cross the job's own exit): not a job. Served as one, its answer would reach the next
+            # job's driver as a stranger's.
+            continue
+        _serve_one(request, reply, requests)
 
 
 if __name__ == "__main__":

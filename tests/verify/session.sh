@@ -24,11 +24,12 @@ record() { jq -nc --rawfile m "$2/model.py" --arg w "$1" --arg id "$3" '{id: $id
 } >"$scratch/in.jsonl"
 "$bin/cudaagent-verify" --quiet --device cpu "$scratch/in.jsonl" >"$scratch/out.jsonl" ||
   fail "cudaagent-verify exited $?"
+why() { jq -c --arg id "$1" 'select(.id == $id) | .verify | {reason, timings_s}' "$scratch/out.jsonl" | cut -c1-800; }
 row() { jq -r --arg id "$1" 'select(.id == $id) | "\(.verify.verdict) \(.verify.session.task_reused // false)"' "$scratch/out.jsonl"; }
-[[ $(row first) == "PASS false" ]] || fail "first: $(row first)"
-[[ $(row broken) == "FAIL_COMPILE true" ]] || fail "broken: $(row broken)"
-[[ $(row after-broken) == "PASS true" ]] || fail "after a build failure: $(row after-broken)"
-[[ $(row again) == "PASS true" ]] || fail "again: $(row again)"
-[[ $(row other-task) == "PASS false" ]] || fail "another task reused the first task's session: $(row other-task)"
-[[ $(row back) == "PASS false" ]] || fail "back to the first task: $(row back)"
+[[ $(row first) == "PASS false" ]] || fail "first: $(row first): $(why first)"
+[[ $(row broken) == "FAIL_COMPILE true" ]] || fail "broken: $(row broken): $(why broken)"
+[[ $(row after-broken) == "PASS true" ]] || fail "after a build failure: $(row after-broken): $(why after-broken)"
+[[ $(row again) == "PASS true" ]] || fail "again: $(row again): $(why again)"
+[[ $(row other-task) == "PASS false" ]] || fail "another task reused the first task's session: $(row other-task): $(why other-task)"
+[[ $(row back) == "PASS false" ]] || fail "back to the first task: $(row back): $(why back)"
 echo ok

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <thread>
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/paths.h"
@@ -349,6 +351,24 @@ TEST_CASE_FIXTURE(WorkerFixture, "an interactive session relays lines both ways 
   const int starts = worker.starts();
   REQUIRE(worker.run(job("again.py", "print('again')\n")));
   CHECK(worker.starts() == starts + 1);
+}
+
+TEST_CASE_FIXTURE(WorkerFixture, "a close that crosses the job's own end is not taken for a job") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  // The child ends on its own at "quit"; the driver's close reaches the worker after that end (as
+  // when a session owner exits on its exit command), and the next job must get its own answer.
+  auto session = worker.open_session(job("quits.py", "import sys\nfor line in sys.stdin:\n    break\n"));
+  REQUIRE_MESSAGE(session, session.status().message());
+  REQUIRE(session.value().send("quit"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the worker answers the end first
+  auto closed = session.value().close(20);
+  REQUIRE_MESSAGE(closed, closed.status().message());
+  CHECK(closed.value().outcome == ProcessResult::Outcome::kExited);
+  const int starts = worker.starts();
+  auto next = worker.run(job("next.py", "print('next')\n"));
+  REQUIRE_MESSAGE(next, next.status().message());
+  CHECK(next.value().err == "next\n");
+  CHECK(worker.starts() == starts);  // the same worker, not one restarted after a stranger's answer
 }
 
 TEST_CASE("Subprocess's waits end on a stop request and leave the child to the caller (issue 16)") {
