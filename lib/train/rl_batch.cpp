@@ -2,6 +2,7 @@
 #include "cudaagent/train/rl_batch.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: ATen.h no longer brings it in torch 2.x
 
 #include <algorithm>
 #include <numeric>

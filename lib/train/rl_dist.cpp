@@ -12,11 +12,15 @@
 
 #if CUDAAGENT_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #if defined(USE_C10D_NCCL) && __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define CUDAAGENT_HAVE_NCCL 1
+#endif
+// Either backend meets its peers through the TCP store (a PyTorch wheel has NCCL but no Gloo
+// headers, so the store cannot ride on Gloo's include).
+#if CUDAAGENT_HAVE_GLOO || CUDAAGENT_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 
 namespace cudaagent {

@@ -3,6 +3,7 @@
 #include "cudaagent/train/rl_optim.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: ATen.h no longer brings it in torch 2.x
 
 #include <cmath>
 
