@@ -132,12 +132,13 @@ TEST_CASE("allowed: allocation, views, accessors, checks, streams, glue, cuBLAS 
         "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)",
         "at::cuda::getCurrentCUDABlasHandle()", "at::cuda::getCurrentDeviceProperties()",
         "at::native::getCudnnHandle()", "typeinfo for c10::Error", "c10::Error::~Error()",
+        "c10::warnDeprecatedDataPtr()",
         "vtable for torch::autograd::AutogradMeta", "c10::UndefinedTensorImpl::_singleton",
         "pybind11::detail::type_caster<at::Tensor, void>::load(pybind11::handle, bool)",
         "PyEval_GetBuiltins", "PyEval_SaveThread", "PyObject_GetAttrString", "_Py_NoneStruct",
         "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)",
         "operator new(unsigned long)", "memcpy", "__memcpy_chk", "expf", "__expf_finite",
-        "__cxa_guard_acquire", "_Unwind_Resume", "stderr", "fprintf", "atexit",
+        "__cxa_guard_acquire", "_Unwind_Resume", "stderr", "fprintf", "atexit", "exit",
         "cudaLaunchKernel", "cudaGetLastError", "cudaStreamSynchronize", "cudaMallocAsync",
         "cudaMemcpyAsync", "__cudaRegisterFatBinary", "__cudaLaunchKernel", "cublasCreate_v2",
         "cublasSetStream_v2", "cublasSgemm_v2", "cublasGemmEx", "cublasHgemmStridedBatched",
@@ -194,7 +195,7 @@ TEST_CASE("forbidden use is REJECT_POLICY with a reason") {
   CHECK(rule("at::internal::invoke_parallel(long, long, long, std::function<void (long, long)> const&)") == "thread-creation");
   for (const char* symbol : {"fopen", "open", "execve", "fork", "system", "popen", "mmap", "write",
                              "std::basic_ifstream<char, std::char_traits<char> >::basic_ifstream(char const*, std::_Ios_Openmode)",
-                             "std::filesystem::status(std::filesystem::__cxx11::path const&)", "getenv", "exit"}) {
+                             "std::filesystem::status(std::filesystem::__cxx11::path const&)", "getenv", "_exit"}) {
     CHECK_MESSAGE(rule(symbol) == "files-processes", std::string(symbol));
   }
   CHECK(rule("PyImport_ImportModule") == "python-api");
@@ -310,7 +311,8 @@ TEST_CASE("honest objects built with torch pass (fixtures)") {
       {"cuda_kernel", "cuda_binding"},
       {"stream_accessors_kernel"},
       {"cublas_gemm", "cublas_binding"},
-      {"cudnn_conv_kernel", "cudnn_conv_binding"}};
+      {"cudnn_conv_kernel", "cudnn_conv_binding"},
+      {"device_function_kernel", "device_function_binding"}};
   for (const auto& names : workspaces) {
     std::vector<ObjectFacts> objects;
     for (const std::string& name : names) {
