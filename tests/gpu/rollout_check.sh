@@ -49,15 +49,19 @@ script("honest", [
     {"content": "A fused kernel.", "tool_calls": files + [call("Write", file_path="model_new.py", content=new)]},
     run("bash utils/compile.sh"), run("python3 -m utils.verification"), run("python3 -m utils.profiling"),
     {"content": "Done."}])
-broken = read("kernels/" + kernel).replace("return out;", "return out  // missing semicolon\n", 1)
-assert broken != read("kernels/" + kernel)
+# The kernel's last return loses its semicolon: a compile error in either example's kernel.
+source = read("kernels/" + kernel)
+statement = [l.strip() for l in source.splitlines() if l.strip().startswith("return ") and l.strip().endswith(";")][-1]
+cut = statement[:-1] + "  // missing semicolon\n"
+broken = source.replace(statement, cut, 1)
+assert broken != source
 script("fixed", [
     {"content": "", "tool_calls": [call("Write", file_path="kernels/" + kernel, content=broken),
                                    files[1], call("Write", file_path="model_new.py", content=new)]},
     run("bash utils/compile.sh"),
     {"content": "", "tool_calls": [call("Read", file_path="kernels/" + kernel),
                                    call("Edit", file_path="kernels/" + kernel,
-                                        old_string="return out  // missing semicolon\n", new_string="return out;")]},
+                                        old_string=cut, new_string=statement)]},
     run("bash utils/compile.sh && python3 -m utils.verification"),
     {"content": "Fixed."}])
 cheat = read("model_new.py").replace("return cuda_extension.bias_relu_scale(x, self.bias, 2.0)",

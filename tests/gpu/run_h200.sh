@@ -9,13 +9,18 @@
 #      released scripts timed on the same GPU as the anchor, when ANCHOR_WORKSPACE is given.
 # Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
+#   KEEP_CACHE (0: start from an empty build cache), GPU_CASES (a glob of tests/gpu/cases/; *),
 #   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls softmax-tolerance"), CASE_TIMEOUT (20 s).
 set -uo pipefail
+shopt -s extglob  # GPU_CASES may be a pattern list such as @(g05-*|g-*)
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 base=$root/share/examples/workspaces/bias-relu-cuda
+mkdir -p "$out" || exit 2
 export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
-rm -rf "$CUDAAGENT_CACHE_DIR"
+# A cold first build is part of what section 1 measures; KEEP_CACHE=1 keeps another script's
+# build cache (the precompiled torch header alone costs a minute) when the cold time is not wanted.
+[[ ${KEEP_CACHE:-0} == 1 ]] || rm -rf "$CUDAAGENT_CACHE_DIR"
 table=$out/results.md
 log=$out/log.txt
 echo "| check | expected | got | seconds | detail |" >"$table"
@@ -63,7 +68,7 @@ jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
   local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 flag=${6:-} dirs=() case_dir name ws
   mkdir -p "$work/$label"
-  for case_dir in "$cases_root"/*/; do
+  for case_dir in "$cases_root"/${CASE_GLOB:-*}/; do
     name=$(basename "$case_dir")
     [[ -f $case_dir/expected ]] || continue
     # Cases with their own task or a pending verdict need run_case.sh's handling; a set with a
@@ -107,7 +112,7 @@ sets=" ${SETS:-catalog gpu-cases gemm-controls conv-controls softmax-tolerance} 
 # The catalog's cases of the layers beneath model_new.py's static policy, with it off.
 [[ $sets == *" catalog "* ]] &&
   overlay_set catalog-runtime "$base" "$base/model.py" "$root/tests/verify/cases" yes --no-python-policy
-[[ $sets == *" gpu-cases "* ]] && overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
+[[ $sets == *" gpu-cases "* ]] && CASE_GLOB=${GPU_CASES:-*} overlay_set gpu-cases "$base" "$base/model.py" "$root/tests/gpu/cases" no
 gemm=$root/tests/gpu/tasks/linear-relu
 mkdir -p "$work/gemm-base" && cp "$gemm/model.py" "$work/gemm-base/"
 [[ $sets == *" gemm-controls "* ]] && overlay_set gemm-controls "$work/gemm-base" "$gemm/model.py" "$gemm" no
