@@ -121,7 +121,13 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   write_list(json, call_cost_ms);
   json.field("removed_ms", call_cost_removed_ms).key("owner_ms").begin_object();
   for (const auto& [name, ms] : owner_ms) json.field(name, ms);
-  json.end_object().end_object();
+  json.end_object();
+  // The candidate's runner's own cost of a call: where its process costs more than the
+  // baseline's, an A-A comparison leans that way by the difference.
+  json.key("candidate_arm").begin_object().key("round_medians_ms");
+  write_list(json, candidate_call_cost_ms);
+  json.field("low_ms", candidate_call_cost_low_ms).end_object();
+  json.end_object();
   json.key("samples").begin_object().key("eager");
   write_rounds(json, baselines.eager);
   json.key("compile");

@@ -27,6 +27,16 @@ double median_of(std::vector<double> values) {
 // Below this, a time is not told apart from the cost of a call: kept, never negative or zero.
 constexpr double kResolutionFloorMs = 1e-4;
 
+// The null model served by the candidate's runner (the owner sends it as "null" on that arm).
+constexpr const char* kCandidateNull = "candidate_null";
+
+// The 10th percentile: the cost of the cheapest calls, robust to a disturbed round.
+double low_quantile(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 10];
+}
+
 }  // namespace
 
 Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, const std::string& model,
@@ -50,6 +60,7 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
     }
     return std::optional<CallBatch>(std::move(b));
   }
+  if (model == "null" && !b.stopped) return std::optional<CallBatch>(std::move(b));  // no candidate code ran
   if (b.stopped) {
     // How the runner ended, when it did, is read by the caller from end_candidate(); the stop
     // alone says enough for the verdict here.
@@ -127,15 +138,18 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
   evidence_.baselines.calls_per_round = calls;
 
   std::map<std::string, RoundSamples> raw;
-  std::vector<double> null_pool;
+  std::vector<double> null_pool, candidate_null_pool;
+  // The null model in the candidate's own process too: reported, not removed (see evidence.cpp).
+  models.push_back(kCandidateNull);
   for (int round = 0; round < s_.rounds; ++round) {
     const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
     std::vector<std::string> order = models;
     std::shuffle(order.begin(), order.end(), rng_);
     std::map<std::string, std::vector<double>> host;
     for (const std::string& model : order) {
-      const std::string arm = model == "candidate" ? "candidate" : "baseline";
-      auto done = batch(arm, model, seeds, s_.call_timeout_seconds);
+      const bool candidate_arm = model == "candidate" || model == kCandidateNull;
+      const std::string arm = candidate_arm ? "candidate" : "baseline";
+      auto done = batch(arm, model == kCandidateNull ? "null" : model, seeds, s_.call_timeout_seconds);
       if (!done) return done.status();
       if (!done.value()) {
         if (evidence_.outcome) return Status::ok();
@@ -147,12 +161,14 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
       if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
     }
     evidence_.call_cost_ms.push_back(median_of(host["null"]));
+    evidence_.candidate_call_cost_ms.push_back(median_of(host[kCandidateNull]));
     null_pool.insert(null_pool.end(), host["null"].begin(), host["null"].end());
+    candidate_null_pool.insert(candidate_null_pool.end(), host[kCandidateNull].begin(), host[kCandidateNull].end());
     for (auto& [model, times] : host) raw[model].push_back(times);
   }
-  std::sort(null_pool.begin(), null_pool.end());
-  const double cost = null_pool.empty() ? 0.0 : null_pool[null_pool.size() / 10];
+  const double cost = low_quantile(null_pool);
   evidence_.call_cost_removed_ms = cost;
+  evidence_.candidate_call_cost_low_ms = low_quantile(candidate_null_pool);
   const auto net = [&](const std::string& model) {
     RoundSamples out;
     for (const auto& round : raw[model]) {

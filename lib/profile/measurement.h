@@ -37,6 +37,10 @@ struct ProfileEvidence {
   RoundSamples candidate;          // the cost of a call removed
   std::vector<double> call_cost_ms;  // per round: the null model's median host time
   double call_cost_removed_ms = 0;   // removed from every sample: the null calls' 10th percentile
+  // The same null model in the candidate's runner: per-round medians and 10th percentile. Reported
+  // only: the cost removed from every arm is the baseline's, which no candidate code can touch.
+  std::vector<double> candidate_call_cost_ms;
+  double candidate_call_cost_low_ms = 0;
   std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
   std::int64_t checked_calls = 0;    // candidate calls whose output the owner judged
   std::int64_t baseline_mismatches = 0;  // compile calls that did not match eager (noted)

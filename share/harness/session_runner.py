@@ -2,11 +2,13 @@
 (session_owner.py). Two roles:
   candidate  ModelNew from the built workspace (--work), with the task's weights. Hostile: it runs
              in the OS sandbox, confines itself before importing the candidate's code, and runs
-             every forward under the operator audit. Nothing it says is believed: the owner times
-             it with its own clock and judges the output buffer itself.
+             the forwards the owner picks under the operator audit. Nothing it says is believed:
+             the owner times it with its own clock and judges the output buffer itself.
   baseline   the pristine Model (--task) as "eager", torch.compile of it as "compile" (where torch
-             has it), and "null", which returns ready-made outputs: the cost of a call with no work
-             in it, which the timing subtracts. Never sees candidate code.
+             has it). Never sees candidate code.
+Both roles also serve "null", which returns ready-made outputs: the cost of a call with no work in
+it. The baseline's is what the timing subtracts; the candidate's is reported beside it, so that a
+difference between the two processes' costs shows.
 
 Start: the first line on stdin is the arm's token. The runner builds its model(s) before it
 connects, so construction can see no input; then it connects to --socket, presents the token, maps
@@ -122,11 +124,12 @@ def main():
     in_views = views(torch, inputs, layout["inputs"])
     out_views = views(torch, outputs, layout["outputs"])
     out_specs = layout["outputs"]
-    if args.role == "baseline":
-        # "null": outputs of the right shapes, made once; a call copies them like any other.
-        ready_made = [torch.zeros(spec["shape"], dtype=getattr(torch, spec["dtype"]), device=args.device)
-                      if "dtype" in spec else spec["value"] for spec in out_specs]
-        structure = layout["output_structure"]
+    # "null": outputs of the right shapes, made once; a call copies them like any other. Both roles
+    # serve it, so the cost of a call is measured in each arm's own process (no candidate code runs
+    # in a null call: the owner alone names the model).
+    ready_made = [torch.zeros(spec["shape"], dtype=getattr(torch, spec["dtype"]), device=args.device)
+                  if "dtype" in spec else spec["value"] for spec in out_specs]
+    structure = layout["output_structure"]
     tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
     conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
@@ -144,7 +147,7 @@ def main():
         args_in = [view if view is not None else next(scalars) for view in in_views]
         try:
             name = command.get("model", "candidate")
-            if name == "null" and args.role == "baseline":
+            if name == "null":
                 result_leaves = list(zip([s["path"] for s in out_specs], ready_made))
                 result_structure = structure
             else:

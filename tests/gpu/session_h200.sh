@@ -129,7 +129,7 @@ if [[ $sections == *aa* ]]; then
         >"$out/aa-$task-$r.json" 2>>"$log"
       row aa "$task #$r" no_significant_difference \
         "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r.json")" "$(elapsed "$t")" \
-        "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms}' "$out/aa-$task-$r.json")"
+        "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' "$out/aa-$task-$r.json")"
     done
   done
 fi
