@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The GPU checks of the open work, in phases that each fit one device call (10 minutes), so a
+# session's 30 minutes of device time go to two or three calls. Run from the repository root on
+# the GPU machine, with the binaries built here on Debian 12 and carried (build/layout/bin, .deps:
+# see tests/gpu/device_env.sh) and, for `train`, .deps/train (tests/gpu/train/fetch_debs.sh).
+#
+#   tests/gpu/lease_h200.sh checks BIN OUT   cudaagent-train built against the machine's torch (in
+#       the background, niced), then rollout_check.sh, the GPU cases and controls of run_h200.sh,
+#       stop_check.sh and the CPU catalog on the CUDA base while time is left
+#   tests/gpu/lease_h200.sh train BIN OUT    parity.sh (reusing build/gpu-train when the machine is
+#       still warm) and ppo_bench.sh
+#   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop, the anchor's scripts
+#       and the A-A checks (relu_16m, sgemm_2048, sgemm_4096)
+#
+# Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs, and
+# packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
+# A step's table is printed at the end.
+set -uo pipefail
+(($# == 3)) || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+phase=$1 bin=$2 out=$3
+root=$(cd "$(dirname "$0")/../.." && pwd)
+logs=$out/logs
+mkdir -p "$logs"
+limit=${LIMIT:-560}
+started=$SECONDS
+left() { echo $((limit - (SECONDS - started))); }
+export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv >"$logs/gpu.txt" 2>&1
+
+# step NAME SECONDS COMMAND...: runs COMMAND with its output in logs/NAME.txt, stopped after
+# SECONDS (or what is left of the phase, if less); a line in logs/steps.md says how it ended.
+step() {
+  local name=$1 seconds=$2
+  shift 2
+  ((seconds > $(left))) && seconds=$(left)
+  if ((seconds < 30)); then
+    echo "| $name | not run | $(left) s left |" >>"$logs/steps.md"
+    return
+  fi
+  local t0=$SECONDS
+  timeout -k 5 "$seconds" "$@" >"$logs/$name.txt" 2>&1
+  echo "| $name | exit $? | $((SECONDS - t0)) s | at $((SECONDS - started)) s |" >>"$logs/steps.md"
+}
+
+with_binaries() { source "$root/tests/gpu/device_env.sh" "$root/.deps" "$bin" >/dev/null 2>&1; export PATH=/tmp/deps/usr/bin:$PATH; }
+
+finish() {
+  echo "| step | result | seconds | when |"
+  cat "$logs/steps.md"
+  for table in "$@"; do [[ -f $logs/$table ]] && { echo; echo "## $table"; cat "$logs/$table"; }; done
+  tar -C "$out" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' -czf "$out/logs.tgz" logs
+}
+
+case $phase in
+checks)
+  (
+    cd "$root" && PARITY_BUILD_DIR=build/gpu-train PARITY_BUILD_ONLY=1 nice -n 15 \
+      bash tests/gpu/train/parity.sh "$logs/train-build"
+    echo "train build: exit $?"
+  ) >"$logs/train-build.txt" 2>&1 &
+  builder=$!
+  with_binaries
+  step rollout 200 env CONCURRENT=${CONCURRENT:-4} bash "$root/tests/gpu/rollout_check.sh" "$bin" "$logs/rollout"
+  step verify-sets 200 env KEEP_CACHE=1 SETS="gpu-cases conv-controls softmax-tolerance gemm-controls" \
+    EDIT_ITERATIONS=2 CASE_TIMEOUT=15 bash "$root/tests/gpu/run_h200.sh" "$bin" "$logs/verify"
+  step stop 120 env SETTLE=15 bash "$root/tests/gpu/stop_check.sh" "$bin" "$logs/stop"
+  wait "$builder"
+  tail -1 "$logs/train-build.txt" >>"$logs/steps.md"
+  step catalog 600 env KEEP_CACHE=1 SETS=catalog EDIT_ITERATIONS=1 bash "$root/tests/gpu/run_h200.sh" "$bin" "$logs/catalog"
+  tail -12 "$logs/rollout.txt" >"$logs/rollout.md" 2>/dev/null
+  finish rollout.md verify/results.md stop/summary.md catalog/results.md
+  ;;
+train)
+  step parity 330 env PARITY_BUILD_DIR="$root/build/gpu-train" bash "$root/tests/gpu/train/parity.sh" "$logs/parity"
+  step ppo 600 env ROWS=${ROWS:-32} ITERATIONS=${ITERATIONS:-2} bash "$root/tests/gpu/train/ppo_bench.sh" \
+    "$root/build/gpu-train/bin" "$logs/ppo"
+  finish parity/results.md ppo/summary.md
+  ;;
+timing)
+  with_binaries
+  step session 600 env SECTIONS="${SECTIONS:-anchor loop aa}" bash "$root/tests/gpu/session_h200.sh" "$bin" \
+    "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
+  finish session/results.md
+  ;;
+*)
+  echo "lease_h200: unknown phase '$phase' (checks, train, timing)" >&2
+  exit 2
+  ;;
+esac
