@@ -24,7 +24,9 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
   {"cmd": "calls", "arm": NAME, "model": M, "seeds": [...], "timeout_s": X, "flush": true,
    "audit_fraction": F}
       one call per seed as above; the arm's first call and a random share F of the others run
-      under the runner's operator audit. -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
+      under the runner's operator audit. M "null" (the cost of a call: the runner returns
+      ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
+      -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
       "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
       ended" | "runner error", "detail"}, "owner_ms": {...}}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
@@ -265,10 +267,12 @@ class Owner:
                         scalars.append(leaf)
                 owner_ms["inputs"] += (time.perf_counter() - mark) * 1e3
                 mark = time.perf_counter()
-                with torch.no_grad():
-                    expected = flatten(torch, self.model(*inputs))
-                if self.cuda:
-                    torch.cuda.synchronize()
+                expected = None
+                if model != "null":  # a null call's outputs are ready-made zeros: nothing to judge
+                    with torch.no_grad():
+                        expected = flatten(torch, self.model(*inputs))
+                    if self.cuda:
+                        torch.cuda.synchronize()
                 owner_ms["reference"] += (time.perf_counter() - mark) * 1e3
                 mark = time.perf_counter()
                 for view in arm.out_views:
@@ -315,7 +319,7 @@ class Owner:
                                     "runner": reply if isinstance(reply, dict) else None})
                     break
                 mark = time.perf_counter()
-                check = self.judge(arm, expected, leaves, reply)
+                check = self.judge(arm, expected, leaves, reply) if expected is not None else None
                 owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
                 results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
                                 "audited": audited,
