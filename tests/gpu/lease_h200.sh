@@ -8,7 +8,7 @@
 #       the background, niced), then rollout_check.sh, the GPU cases and controls of run_h200.sh,
 #       stop_check.sh and the CPU catalog on the CUDA base while time is left
 #   tests/gpu/lease_h200.sh train BIN OUT    parity.sh (reusing build/gpu-train when the machine is
-#       still warm) and ppo_bench.sh
+#       still warm), ppo_bench.sh, then rollout episodes against cudaagent-train serve
 #   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop, the anchor's scripts
 #       and the A-A checks (relu_16m, sgemm_2048, sgemm_4096)
 #
@@ -74,7 +74,25 @@ train)
   step parity 330 env PARITY_BUILD_DIR="$root/build/gpu-train" bash "$root/tests/gpu/train/parity.sh" "$logs/parity"
   step ppo 600 env ROWS=${ROWS:-32} ITERATIONS=${ITERATIONS:-2} bash "$root/tests/gpu/train/ppo_bench.sh" \
     "$root/build/gpu-train/bin" "$logs/ppo"
-  finish parity/results.md ppo/summary.md
+  # Rollout against the policy server: cudaagent-train serve on the random Qwen2-0.5B-shaped model
+  # ppo_bench made (its output is noise), with the fixtures' tokenizer; the loop must survive it.
+  if [[ -f $logs/ppo/model/config.json ]] && (($(left) > 90)); then
+    (
+      torch_lib=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")')
+      export LD_LIBRARY_PATH=$root/build/gpu-train/extra-lib:$torch_lib
+      exec "$root/build/gpu-train/bin/cudaagent-train" serve "$logs/ppo/model" --tokenizer "$root/tests/fixtures/train/tokenizer" \
+        --device cuda --dtype bfloat16 --port 0 --served-model-name policy --max-model-len 8192 --quiet
+    ) >"$logs/serve.url" 2>"$logs/serve.err" &
+    server=$!
+    for _ in $(seq 600); do [[ -s $logs/serve.url ]] && break; sleep 0.2; done
+    url=$(jq -r .serve.url "$logs/serve.url" 2>/dev/null)
+    with_binaries
+    step rollout-serve 240 env ONLY_SERVE=1 SERVE_URL="$url" bash "$root/tests/gpu/rollout_check.sh" "$bin" "$logs/rollout-serve"
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+    tail -4 "$logs/rollout-serve.txt" >"$logs/rollout-serve.md"
+  fi
+  finish parity/results.md ppo/summary.md rollout-serve.md
   ;;
 timing)
   with_binaries
