@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks of the open work, in phases that each fit one device call (10 minutes), so a
-# session's 30 minutes of device time go to two or three calls. Run from the repository root on
+# session's 30 minutes of device time go to two or three calls (choose the phases it needs). Run from the repository root on
 # the GPU machine, with the binaries built here on Debian 12 and carried (build/layout/bin, .deps:
 # see tests/gpu/device_env.sh) and, for `train`, .deps/train (tests/gpu/train/fetch_debs.sh).
 #
@@ -9,14 +9,16 @@
 #       stop_check.sh and the CPU catalog on the CUDA base while time is left
 #   tests/gpu/lease_h200.sh train BIN OUT    parity.sh (reusing build/gpu-train when the machine is
 #       still warm), ppo_bench.sh, then rollout episodes against cudaagent-train serve
-#   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop, the anchor's scripts
-#       and the A-A checks (relu_16m, sgemm_2048, sgemm_4096)
+#   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop per kind of task
+#       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
+#   tests/gpu/lease_h200.sh aa BIN OUT       session_h200.sh's A-A checks (relu_16m, sgemm_2048,
+#       sgemm_4096; AA_REPEATS, default 5): a candidate identical to eager must show no difference
 #
 # Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs, and
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
@@ -94,14 +96,16 @@ train)
   fi
   finish parity/results.md ppo/summary.md rollout-serve.md
   ;;
-timing)
+timing | aa)
   with_binaries
-  step session 600 env SECTIONS="${SECTIONS:-anchor loop aa}" bash "$root/tests/gpu/session_h200.sh" "$bin" \
-    "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
+  sections=${SECTIONS:-anchor loop}
+  [[ $phase == aa ]] && sections=aa
+  step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" bash "$root/tests/gpu/session_h200.sh" \
+    "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish session/results.md
   ;;
 *)
-  echo "lease_h200: unknown phase '$phase' (checks, train, timing)" >&2
+  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa)" >&2
   exit 2
   ;;
 esac

@@ -9,7 +9,8 @@
 #            task family); skipped when not given.
 # Knobs: ITERATIONS (4 warm edits), AA_REPEATS (3), SECTIONS ("anchor loop cases aa"),
 # ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
-# (2: new processes per stage), CASES (a glob of tests/gpu/cases/).
+# (1: new processes per stage), LOOP_TASKS ("example large gemm conv softmax"), CASES (a glob of
+# tests/gpu/cases/).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,41 +55,80 @@ if [[ $sections == *anchor* && -n $anchor && -d $anchor ]]; then
   fi
 fi
 
-# 2. The agent's loop on our example. Cold: new processes per stage, as a pipeline runs them
-#    (the first pays the precompiled torch header). Warm: one pipeline fed a stream of edited
-#    workspaces (the task's sessions stay open; baselines from the store after the first).
+# 2. The agent's loop, per kind of task (LOOP_TASKS): our example (128 KB of input), the same
+#    task at 256 MB, a GEMM (cuBLAS + own epilogue), a convolution (cuDNN + own epilogue) and a
+#    softmax (several operators fused). Cold: new processes per stage, as a pipeline runs them (the
+#    first pays the precompiled torch header). Warm: one pipeline fed a stream of edited workspaces
+#    (the task's sessions stay open; baselines from the store after the first). Anchor: CUDA Agent's
+#    scripts (ANCHOR_WORKSPACE's utils/ and glue) on the same workspace, in the same run.
+loop_workspace() {  # KIND DIR: writes DIR (model.py, model_new.py, kernels/) and echoes its .cu
+  local kind=$1 dir=$2 task control
+  case $kind in
+    example) cp -r "$base" "$dir" ;;
+    large)
+      cp -r "$base" "$dir"
+      sed -i 's/^batch_size = .*/batch_size = 65536/; s/^features = .*/features = 1024/' "$dir/model.py" ;;
+    gemm) task=$root/tests/gpu/tasks/linear-relu control=$task/cublas ;;
+    conv) task=$root/tests/gpu/tasks/conv2d-bias control=$task/cudnn ;;
+    softmax) task=$root/tests/gpu/tasks/softmax-8192 control=$task/control-one-pass ;;
+    *) return 1 ;;
+  esac
+  if [[ -n ${control:-} ]]; then
+    mkdir -p "$dir"
+    cp "$task/model.py" "$dir/"
+    cp -r "$control/kernels" "$control/model_new.py" "$dir/"
+  fi
+  find "$dir/kernels" -name '*.cu' | sort | head -1
+}
 if [[ $sections == *loop* ]]; then
-  cp -r "$base" "$scratch/ws"
-  cp "$base/model.py" "$scratch/model.py"
-  for i in $(seq 1 "${COLD_ITERATIONS:-2}"); do
-    [[ $i -gt 1 ]] && echo "// edit $i" >>"$scratch/ws/kernels/bias_relu.cu"
+  for kind in ${LOOP_TASKS:-example large gemm conv softmax}; do
+    (($(left) > 90)) || { row loop "$kind (stopped)" - - - "device time"; break; }
+    ws=$scratch/loop-$kind
+    cu=$(loop_workspace "$kind" "$ws") || { row loop "$kind" - "unknown kind" - ""; continue; }
+    cp "$ws/model.py" "$scratch/model-$kind.py"
+    db=$scratch/loop-$kind.db
+    for i in $(seq 1 "${COLD_ITERATIONS:-1}"); do
+      [[ $i -gt 1 ]] && echo "// edit $i" >>"$cu"
+      t=$(now)
+      "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "$ws" 2>>"$log" |
+        "$bin/cudaagent-profile" --quiet --device cuda --db "$db" 2>>"$log" |
+        "$bin/cudaagent-reward" --quiet >"$out/cold-$kind-$i.json" 2>>"$log"
+      row loop "$kind: new processes, iteration $i" PASS \
+        "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' "$out/cold-$kind-$i.json")" \
+        "$(elapsed "$t")" "$(jq -c '{v: .verify.timings_s.total, p: .profile.timings_s.total, speedup: .profile.speedup.eager.median}' "$out/cold-$kind-$i.json")"
+    done
+    n=${ITERATIONS:-4}
+    for i in $(seq 1 "$n"); do
+      cp -r "$ws" "$scratch/warm-$kind-$i"
+      echo "// warm edit $i $(date +%s%N)" >>"$scratch/warm-$kind-$i/${cu#"$ws"/}"
+    done
+    edits=()
+    for i in $(seq 1 "$n"); do edits+=("$scratch/warm-$kind-$i"); done
     t=$(now)
-    "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model.py" "$scratch/ws" 2>>"$log" |
-      "$bin/cudaagent-profile" --quiet --device cuda --db "$scratch/cold.db" 2>>"$log" |
-      "$bin/cudaagent-reward" --quiet >"$out/cold-$i.json" 2>>"$log"
-    row loop "new processes, iteration $i$([[ $i == 1 ]] && echo ' (cold cache)')" PASS \
-      "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' "$out/cold-$i.json")" \
-      "$(elapsed "$t")" "$(jq -c '{v: .verify.timings_s, p: .profile.timings_s}' "$out/cold-$i.json")"
+    "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "${edits[@]}" 2>>"$log" |
+      "$bin/cudaagent-profile" --quiet --device cuda --db "$db" 2>>"$log" |
+      "$bin/cudaagent-reward" --quiet >"$out/warm-$kind.jsonl" 2>>"$log"
+    total=$(elapsed "$t")
+    i=0
+    while read -r line; do
+      i=$((i + 1))
+      row loop "$kind: one pipeline, edit $i" PASS \
+        "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' <<<"$line")" \
+        "$(jq -r '(.verify.timings_s.total + .profile.timings_s.total) * 100 | round / 100' <<<"$line")" \
+        "$(jq -c '{build: .verify.timings_s.build, checks: .verify.timings_s.checks, start: .verify.timings_s.candidate_start, profile: .profile.timings_s.total, rounds: .profile.timings_s.rounds, speedup: .profile.speedup.eager.median, cv: .profile.times_ms.candidate.cv, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' <<<"$line")"
+    done <"$out/warm-$kind.jsonl"
+    row loop "$kind: one pipeline, $n edits, wall" - - "$total" "verify, profile and reward overlap in the pipeline"
+    if [[ -n $anchor && -d $anchor/utils ]] && (($(left) > 90)); then
+      cp -r "$anchor/utils" "$anchor/binding.cpp" "$anchor/binding_registry.h" "$ws/"
+      (
+        cd "$ws" || exit 1
+        touch "$cu"
+        t=$(now); timeout 300 bash utils/compile.sh >>"$log" 2>&1; rc=$?; row anchor "$kind: compile.sh (one .cu touched)" 0 $rc "$(elapsed "$t")" ""
+        t=$(now); timeout 300 python3 -m utils.verification >>"$log" 2>&1; rc=$?; row anchor "$kind: verification.py" 0 $rc "$(elapsed "$t")" ""
+        t=$(now); timeout 300 python3 -m utils.profiling >>"$log" 2>&1; rc=$?; row anchor "$kind: profiling.py" 0 $rc "$(elapsed "$t")" ""
+      )
+    fi
   done
-  n=${ITERATIONS:-4}
-  for i in $(seq 1 "$n"); do
-    cp -r "$scratch/ws" "$scratch/warm-$i"
-    echo "// warm edit $i $(date +%s%N)" >>"$scratch/warm-$i/kernels/bias_relu.cu"
-  done
-  t=$(now)
-  "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model.py" $(for i in $(seq 1 "$n"); do echo "$scratch/warm-$i"; done) 2>>"$log" |
-    "$bin/cudaagent-profile" --quiet --device cuda --db "$scratch/cold.db" 2>>"$log" |
-    "$bin/cudaagent-reward" --quiet >"$out/warm.jsonl" 2>>"$log"
-  total=$(elapsed "$t")
-  i=0
-  while read -r line; do
-    i=$((i + 1))
-    row loop "one pipeline, edit $i" PASS \
-      "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' <<<"$line")" \
-      "$(jq -r '(.verify.timings_s.total + .profile.timings_s.total) * 100 | round / 100' <<<"$line")" \
-      "$(jq -c '{build: .verify.timings_s.build, checks: .verify.timings_s.checks, start: .verify.timings_s.candidate_start, profile: .profile.timings_s, speedup: .profile.speedup.eager.median, cv: .profile.times_ms.candidate.cv}' <<<"$line")"
-  done <"$out/warm.jsonl"
-  row loop "one pipeline, $n edits, wall" - - "$total" "verify, profile and reward overlap in the pipeline"
 fi
 
 # 3. The GPU attack cases and honest controls (tests/gpu/cases), each through verify and, when it
