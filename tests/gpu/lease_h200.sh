@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks of the open work, in phases that each fit one device call (10 minutes), so a
-# session's 30 minutes of device time go to two or three calls (choose the phases it needs). Run from the repository root on
-# the GPU machine, with the binaries built here on Debian 12 and carried (build/layout/bin, .deps:
-# see tests/gpu/device_env.sh) and, for `train`, .deps/train (tests/gpu/train/fetch_debs.sh).
+# session's 30 minutes of device time go to two or three calls (choose the phases it needs). Run
+# from the repository root on the GPU machine, with the binaries built here on Debian 12 and
+# carried (build/layout/bin, .deps: see tests/gpu/device_env.sh; .deps/train for `train`, made by
+# tests/gpu/train/fetch_debs.sh; .anchor for CUDA Agent's workspace in `timing`).
 #
 #   tests/gpu/lease_h200.sh checks BIN OUT   cudaagent-train built against the machine's torch (in
 #       the background, niced), then rollout_check.sh, the GPU cases and controls of run_h200.sh,
@@ -18,7 +19,7 @@
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
