@@ -41,9 +41,17 @@ std::string fixed(double value, int digits) {
 
 std::string helper_script() { return share_dir() + "/harness/ast_features.py"; }
 
+// A task the filter rejected (filter.kept false) is not a candidate for the dataset: it travels on
+// untouched, and it must not enter the index, where it could push out a valid look-alike after it.
+bool rejected_upstream(simdjson::simdjson_result<simdjson::dom::element> filter) {
+  bool kept = true;
+  return !filter["kept"].get(kept) && !kept;
+}
+
 struct Tally {
   // tasks: records compared (error records and passed-through records are not tasks here)
   std::uint64_t tasks = 0, kept = 0, near_reference = 0, near_stream = 0, helper_restarts = 0;
+  std::uint64_t rejected_upstream = 0;  // passed through untouched: the filter rejected them
   std::uint64_t comparisons = 0;
   double parse_seconds = 0, compare_seconds = 0;
 };
@@ -114,7 +122,10 @@ class DedupStage final : public RecordStage {
         if (!options_.common.shard.owns(ordinal++) || line.oversized) continue;
         auto record = parser.parse(line.bytes);
         std::string_view source;
-        if (!record || record.value()["task"]["model_py"].get(source)) continue;
+        if (!record || rejected_upstream(record.value()["filter"]) ||
+            record.value()["task"]["model_py"].get(source)) {
+          continue;
+        }
         keys.push_back(ahead_key(n, line.number));
         texts.emplace_back(source);
       }
@@ -138,6 +149,10 @@ class DedupStage final : public RecordStage {
       return RecordEdit::error("task is missing");
     }
     if (!task.is_object()) return RecordEdit::error("task is not an object");
+    if (rejected_upstream(record.object["filter"])) {
+      ++tally_.rejected_upstream;
+      return RecordEdit::pass_through();
+    }
     simdjson::dom::element model;
     if (task["model_py"].get(model)) return RecordEdit::error("task.model_py is missing");
     std::string_view source;
@@ -350,6 +365,10 @@ Result<StageEnd> run_dedup(DedupOptions& options, Session& session) {
       (options.annotate ? ", marked in the output" : ", left out of the output") + "; parsing " +
       fixed(tally.parse_seconds, 2) + " s, " + std::to_string(tally.comparisons) +
       " comparisons in " + fixed(tally.compare_seconds, 2) + " s" +
+      (tally.rejected_upstream == 0
+           ? std::string()
+           : "; " + std::to_string(tally.rejected_upstream) +
+                 " tasks the filter rejected passed through untouched") +
       (tally.helper_restarts == 0
            ? std::string()
            : "; the AST helper was restarted " + std::to_string(tally.helper_restarts) + " times"));
