@@ -193,6 +193,17 @@ std::string task_record(const Catalog& catalog, const Composition& c, const Task
   w.end_array().key("output_shape");
   shape(c.ops.back().out);
   w.field("min_torch", c.min_torch);
+  // Each operator's share of the estimate, so measured times can calibrate the device model
+  // (bench/calibrate_synth.py): which throughput its FLOPs run at, its bytes and kernels.
+  w.key("costs").begin_array();
+  for (const PlacedOp& op : c.ops) {
+    const OpEntry& entry = catalog.ops[static_cast<std::size_t>(op.entry)];
+    const char* math = entry.math == MathKind::kConv ? "conv" : entry.math == MathKind::kFp32 ? "fp32" : "none";
+    w.begin_object().field("op", entry.name).field("math", math);
+    w.field("flops", std::round(op.flops)).field("bytes", std::round(op.bytes));
+    w.field("kernels", static_cast<std::int64_t>(entry.kernels)).end_object();
+  }
+  w.end_array();
   w.end_object().end_object().end_object();
   out.push_back('\n');
   return out;

@@ -14,12 +14,15 @@
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
 #   tests/gpu/lease_h200.sh aa BIN OUT       session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5): a candidate identical to eager must show no difference
+#   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
+#       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
+#       calibrated from its measured eager times (bench/calibrate_synth.py)
 #
 # Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs, and
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
@@ -105,8 +108,18 @@ timing | aa)
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish session/results.md
   ;;
+data)
+  with_binaries
+  step filter-check 150 bash "$root/tests/gpu/filter_check.sh" "$bin" "$logs/filter-check"
+  step data "$(($(left) - 40))" bash "$root/bench/run_data_bench.sh" --device cuda --bin "$bin" \
+    --count "${COUNT:-16000}" --seconds "$(($(left) - 160))" --grace 90 --out "$logs/data"
+  step calibrate 30 python3 "$root/bench/calibrate_synth.py" "$logs/data/filtered.jsonl" --json "$logs/data/calibration.json"
+  tail -4 "$logs/filter-check.txt" >"$logs/filter-check.md" 2>/dev/null
+  cp "$logs/calibrate.txt" "$logs/calibration.md" 2>/dev/null
+  finish filter-check.md data.txt calibration.md
+  ;;
 *)
-  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa)" >&2
+  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa, data)" >&2
   exit 2
   ;;
 esac
