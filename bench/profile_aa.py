@@ -69,7 +69,7 @@ def main():
 
     settings = ["--compile-mode", "none", "--rounds", str(args.rounds), "--round-ms", str(args.round_ms),
                 "--max-calls", str(args.max_calls),
-                "--warmup-ms", str(args.warmup_ms)]
+                "--warmup-ms", str(args.warmup_ms)] + lib.SELF_FLAGS
     command = lib.profile_command(args, python, settings) + workspaces
     deadline = lib.Deadline(args.budget_s)
     status, wall, records = lib.run_until(command, os.path.join(args.out, "aa.jsonl"),

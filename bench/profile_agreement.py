@@ -88,7 +88,7 @@ def main():
 
     def profile(mode, chosen, path, share):
         settings = ["--compile-mode", mode, "--rounds", str(args.rounds), "--round-ms", str(args.round_ms),
-                    "--warmup-ms", str(args.warmup_ms)]
+                    "--warmup-ms", str(args.warmup_ms)] + lib.SELF_FLAGS
         if not chosen or until(share) < 5:
             return {}, {"tasks": len(chosen), "records": 0, "exit": None, "stopped_by_budget": bool(chosen),
                         "wall_s": 0, "args": settings}

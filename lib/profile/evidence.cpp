@@ -163,7 +163,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
-  json.field("build_cached", build_cached).end_object();
+  json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());
   if (torch != nullptr) {
     json.field("torch", torch->torch_version).field("torch_cuda", torch->torch_cuda);

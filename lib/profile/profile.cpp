@@ -1,7 +1,8 @@
-// Profiling of one candidate. Order: snapshot and build (a cache hit after verify); the task's
-// evaluation session (its owner, the baseline runner unless the store has baselines, the
-// candidate's runner); the device lock; warm-up and alternating rounds (measurement.cpp); the
-// candidate's end (processes left behind, the audit); then the statistics and the gates.
+// Profiling of one candidate. Order: snapshot and verify's static policies; build (a cache hit
+// after verify) and verify's object policy; the task's evaluation session (its owner, the baseline
+// runner unless the store has baselines, the candidate's runner); the device lock; warm-up and
+// alternating rounds (measurement.cpp); the candidate's end (processes left behind, the audit);
+// then the statistics and the gates.
 #include "cudaagent/profile/profile.h"
 
 #include <chrono>
@@ -13,8 +14,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
-#include "cudaagent/candidate/object_policy.h"
-#include "cudaagent/candidate/source_policy.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/device/device_lock.h"
 #include "cudaagent/device/gpu_query.h"
@@ -84,9 +84,13 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.candidate_user = settings.candidate_user;
   evaluation.audit_fraction = settings.audit_fraction;
   evaluation.stop = settings.stop;
+  auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
+  if (!policy) return policy.status();
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
-  return Profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
+  Profiler profiler(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
+  profiler.policy_ = std::move(policy).value();
+  return profiler;
 }
 
 Result<ProfileOutcome> Profiler::profile(const ProfileRequest& request,
@@ -124,18 +128,14 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
                       : snapshot_workspace(request.workspace_dir, SnapshotLimits{}, protected_files);
   if (!snapshot) return snapshot.status();
   evidence.snapshot_hash = snapshot.value().content_hash;
-  // Verify's static policy, all of it: profile never times code verify would reject.
-  const auto torch_calls = scan_torch_calls(snapshot.value().files, default_allowed_torch_calls());
-  if (!snapshot.value().findings.empty() || !torch_calls.empty() ||
-      !snapshot.value().files.count("model_new.py")) {
-    const std::string why =
-        !snapshot.value().findings.empty()
-            ? snapshot.value().findings.front().rule + ": " + snapshot.value().findings.front().path
-        : !torch_calls.empty() ? "torch-compute-in-source: " + torch_calls.front().file + ":" +
-                                     std::to_string(torch_calls.front().line)
-                               : "the candidate has no model_new.py";
-    return evidence.finish(Verdict::kRejectPolicy, why + " (run cudaagent-verify first)");
+  // Verify's static policies, the same rules and verdicts (static_policy.h): profile never times
+  // code verify would reject.
+  const SourcePolicyOutcome source_policy = check_source_policies(snapshot.value(), policy_);
+  evidence.timings.insert(evidence.timings.end(), source_policy.timings.begin(), source_policy.timings.end());
+  if (auto verdict = source_policy.verdict()) {
+    return evidence.finish(verdict->verdict, verdict->reason + " (run cudaagent-verify first)");
   }
+  if (source_policy.infra) return evidence.finish(Verdict::kInfraError, *source_policy.infra);
   const std::string job_dir = evaluator_->candidate_root() + "/job-" + std::to_string(++jobs_);
   const std::string work = job_dir + "/work";
   RemovedTree remove_job(job_dir, s.keep_job_dirs);
@@ -167,16 +167,12 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
                                                                     ? built.value().log
                                                                     : built.value().diagnostics));
   }
-  // Verify's object policy, the same rules and verdicts (object_policy.h), before anything of the
-  // candidate runs.
-  phase = SteadyClock::now();
-  auto object_findings = check_objects(built.value(), share + "/harness/policy.json", build_options.runner);
-  evidence.timings.emplace_back("objects", since(phase));
-  if (!object_findings) return evidence.finish(Verdict::kInfraError, "object check: " + object_findings.status().message());
-  if (const PolicyFinding* finding = strongest_finding(object_findings.value())) {
-    return evidence.finish(verdict_of_findings(object_findings.value()),
-                           finding->rule + ": " + finding->path + ": " + finding->detail +
-                               " (run cudaagent-verify first)");
+  // Verify's object policy, before anything of the candidate runs.
+  const ObjectPolicyOutcome objects = check_object_policy(built.value(), policy_, build_options.runner);
+  evidence.timings.insert(evidence.timings.end(), objects.timings.begin(), objects.timings.end());
+  if (objects.infra) return evidence.finish(Verdict::kInfraError, *objects.infra);
+  if (auto verdict = object_policy_verdict(objects.findings)) {
+    return evidence.finish(verdict->verdict, verdict->reason + " (run cudaagent-verify first)");
   }
   if (!task) return evidence.finish(Verdict::kInfraError, task.status().message());
   evidence.baselines.input_bytes = task.value().input_bytes;

@@ -27,8 +27,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bump when what a stored profile means changes, so older stored profiles are not reused
-// (2: measured in the task's evaluation session, beside the null model).
-constexpr int kStoredProfileRules = 2;
+// (2: measured in the task's evaluation session, beside the null model; 3: model_new.py's static
+// policy applied, as verify's).
+constexpr int kStoredProfileRules = 3;
 
 // Whether a stop request may have cut a profile short: any profile that returns once a stop was
 // requested, whatever it says (a timing session killed mid-round is not a measurement). Such a
@@ -56,7 +57,10 @@ std::string profile_key(const Profiler& profiler, const ProfileRequest& request)
   key.field("max_speedup", s.flags.max_speedup).field("bandwidth_gbs", s.bandwidth_gbs);
   key.field("roofline_slack", s.flags.roofline_slack).field("audit_fraction", s.audit_fraction);
   key.field("call_timeout", s.call_timeout_seconds).field("bootstrap_resamples", s.bootstrap.resamples);
-  key.field("candidate_user", s.candidate_user.has_value()).end_object();
+  key.field("candidate_user", s.candidate_user.has_value());
+  // Its script is outside the harness hash; "off" keeps a profile made without it from being
+  // reused with it on.
+  key.field("python_policy", profiler.static_policy().key()).end_object();
   return sha256_hex(material);
 }
 
@@ -224,6 +228,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "auto (nobody when run as root in the sandbox: the process limit does not bind "
                  "root), none, or UID[:GID]")->capture_default_str();
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each job's directories");
+  app.add_flag("--no-python-policy", options.no_python_policy, "Skip the static check of "
+               "model_new.py, to test the timing beneath it (never for rewards)");
 }
 
 Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
@@ -231,6 +237,7 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   if (!workspaces) return workspaces.status();
   if (options.brief && !workspaces.value()) return Status::error("--brief takes workspace directories");
   options.settings.build.jobs = options.common.jobs;
+  options.settings.python_policy = !options.no_python_policy;
   auto torch = find_torch(options.settings.python,
                           options.settings.cache_dir.empty() ? cache_dir() : options.settings.cache_dir);
   if (!torch) return torch.status();

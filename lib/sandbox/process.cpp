@@ -1,6 +1,7 @@
-// run_process, the parent's side: fork, then one poll() loop in the caller's thread that feeds
-// stdin, drains capped stdout/stderr, wakes on a pidfd and enforces the deadline (the child's side
-// is process_child.cpp, the guard that owns the child is child_process.h).
+// run_process, the parent's side: pipes, fork, then one poll() loop in the caller's thread (the
+// Supervisor) that feeds stdin, drains capped stdout/stderr, wakes on a pidfd and enforces the
+// deadline; then the child's status (its side is spawn_plan.cpp, the guard that owns it
+// child_guard.h).
 #include "cudaagent/sandbox/process.h"
 
 #include <fcntl.h>
@@ -130,6 +131,168 @@ void fill_outcome(int status, const rusage& usage, ProcessResult& result) {
   result.max_rss_bytes = static_cast<std::uint64_t>(std::max(usage.ru_maxrss, 0L)) * 1024;
 }
 
+// The pipes between us and the child: its stdin, capped stdout and stderr, and the pipe its
+// side reports a failed exec on. The child's ends are open only until the fork.
+struct ChildPipes {
+  UniqueFd stdin_read, stdin_write, out_write, err_write, error_read, error_write;
+  OutputStream out, err;
+};
+
+Status open_pipes(const ProcessSpec& spec, ProcessResult& result, ChildPipes& pipes, ChildPlan& plan) {
+  pipes.out = OutputStream{{}, &result.out, spec.stdout_cap, &result.out_truncated};
+  pipes.err = OutputStream{{}, &result.err, spec.stderr_cap, &result.err_truncated};
+  if (Status s = make_pipe(pipes.stdin_read, pipes.stdin_write); !s) return s;
+  if (Status s = make_pipe(pipes.out.fd, pipes.out_write); !s) return s;
+  if (Status s = make_pipe(pipes.err.fd, pipes.err_write); !s) return s;
+  if (Status s = make_pipe(pipes.error_read, pipes.error_write); !s) return s;
+  plan.stdin_fd = pipes.stdin_read.get();
+  plan.stdout_fd = pipes.out_write.get();
+  plan.stderr_fd = pipes.err_write.get();
+  plan.error_fd = pipes.error_write.get();
+  return Status::ok();
+}
+
+// Forks with every signal blocked, so no handler of ours runs in the child before it execs.
+Result<pid_t> fork_child(const ChildPlan& plan) {
+  sigset_t all, saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+  const pid_t pid = ::fork();
+  if (pid == 0) process_detail::child_main(plan);
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (pid < 0) return Status::error("cannot fork: " + errno_text(fork_errno));
+  return pid;
+}
+
+// After the fork: the child's ends closed, ours non-blocking. The error pipe is read only once the
+// child has exited, without blocking: a child that gave up wrote its report before _exit, and a
+// successful execve closed the pipe. Waiting for its EOF instead could hang if another thread of
+// the caller forked (without exec) in between and so holds a copy of the write end.
+void keep_parent_ends(ChildPipes& pipes, bool has_stdin) {
+  pipes.stdin_read.reset();
+  pipes.out_write.reset();
+  pipes.err_write.reset();
+  pipes.error_write.reset();
+  set_nonblocking(pipes.error_read.get());
+  set_nonblocking(pipes.stdin_write.get());
+  set_nonblocking(pipes.out.fd.get());
+  set_nonblocking(pipes.err.fd.get());
+  if (!has_stdin) pipes.stdin_write.reset();
+}
+
+// One run's supervision in the caller's thread: the clock's decisions (stop, exit, deadline,
+// kill), then a poll() over the pipes and the pidfd until the next of them.
+class Supervisor {
+ public:
+  Supervisor(const ProcessSpec& spec, ChildProcess& child, ChildPipes& pipes, SigpipeBlock& sigpipe,
+             TimePoint start)
+      : spec_(spec), child_(child), pipes_(pipes), sigpipe_(sigpipe), has_deadline_(spec.timeout_seconds > 0),
+        deadline_(has_deadline_ ? after(start, spec.timeout_seconds) : TimePoint::max()),
+        buffer_(new char[kChunk]) {}
+
+  // Until the child has exited and its output is drained (or the drain's grace is over); a Status
+  // on a stop request (the guard then kills the group) or when poll fails.
+  Status run() {
+    while (true) {
+      const TimePoint now = SteadyClock::now();
+      if (spec_.stop != nullptr && !exited_at_) {
+        // The guard kills the whole group and reaps it on the way out.
+        if (const int stop = spec_.stop->load(); stop != 0) return stopped_status(stop);
+      }
+      if (act_on_clock(now)) return Status::ok();
+      std::array<pollfd, 4> fds{};
+      nfds_t count = 0;
+      auto watch = [&](int fd, short events) {
+        if (fd >= 0) fds[count++] = {fd, events, 0};
+      };
+      watch(pipes_.stdin_write.get(), POLLOUT);
+      watch(pipes_.out.fd.get(), POLLIN);
+      watch(pipes_.err.fd.get(), POLLIN);
+      if (!exited_at_) watch(child_.pidfd(), POLLIN);
+      if (::poll(fds.data(), count, poll_timeout_ms(now, next_wakeup(now))) < 0) {
+        if (errno == EINTR) continue;
+        return Status::error("cannot poll the child's pipes: " + errno_text(errno));
+      }
+      for (nfds_t i = 0; i < count; ++i) {
+        if (fds[i].revents != 0) serve(fds[i].fd);
+      }
+    }
+  }
+
+  bool timed_out() const { return timed_out_; }
+  TimePoint exited_at() const { return *exited_at_; }
+
+ private:
+  // Notices the child's exit and enforces the deadline; true when the run is over.
+  bool act_on_clock(TimePoint now) {
+    if (!exited_at_ && child_.has_exited()) {
+      exited_at_ = now;
+      // Whatever the leader left behind in its group goes now; their output ends with them.
+      child_.signal_all(SIGKILL);
+      pipes_.stdin_write.reset();
+    }
+    if (exited_at_) {
+      return (!pipes_.out.fd.is_open() && !pipes_.err.fd.is_open()) ||
+             now >= after(*exited_at_, kDrainAfterExitSeconds);
+    }
+    if (has_deadline_ && !timed_out_ && now >= deadline_) {
+      timed_out_ = true;
+      child_.signal_all(SIGTERM);
+      child_.signal_all(SIGCONT);  // a stopped process acts on SIGTERM only once it runs
+      kill_at_ = after(now, spec_.kill_grace_seconds);
+    }
+    if (kill_at_ && now >= *kill_at_) {
+      child_.signal_all(SIGKILL);
+      kill_at_.reset();
+    }
+    return false;
+  }
+
+  // When the clock next needs us even if no pipe is ready (none: only a pipe or the pidfd).
+  std::optional<TimePoint> next_wakeup(TimePoint now) const {
+    if (exited_at_) return after(*exited_at_, kDrainAfterExitSeconds);
+    std::optional<TimePoint> next;
+    const auto sooner = [&next](TimePoint at) { next = next ? std::min(*next, at) : at; };
+    if (has_deadline_ && !timed_out_) next = deadline_;
+    if (kill_at_) sooner(*kill_at_);
+    // Without a pidfd nothing wakes us when the child exits: look every 10 ms.
+    if (child_.pidfd() < 0) sooner(after(now, 0.01));
+    if (spec_.stop != nullptr) sooner(after(now, kStopPollSeconds));
+    return next;
+  }
+
+  // One ready descriptor: more of stdin written, or a chunk of output read.
+  void serve(int fd) {
+    if (fd == pipes_.stdin_write.get()) {
+      const std::string& data = spec_.stdin_data;
+      const ssize_t n = ::write(fd, data.data() + stdin_offset_, data.size() - stdin_offset_);
+      if (n > 0) {
+        stdin_offset_ += static_cast<std::size_t>(n);
+        if (stdin_offset_ == data.size()) pipes_.stdin_write.reset();
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        if (errno == EPIPE) sigpipe_.consume();
+        pipes_.stdin_write.reset();  // the child stopped reading; it gets no more
+      }
+    } else if (fd == pipes_.out.fd.get()) {
+      pipes_.out.read_some(buffer_.get());
+    } else if (fd == pipes_.err.fd.get()) {
+      pipes_.err.read_some(buffer_.get());
+    }
+  }
+
+  const ProcessSpec& spec_;
+  ChildProcess& child_;
+  ChildPipes& pipes_;
+  SigpipeBlock& sigpipe_;
+  const bool has_deadline_;
+  const TimePoint deadline_;
+  std::optional<TimePoint> kill_at_, exited_at_;
+  bool timed_out_ = false;
+  std::size_t stdin_offset_ = 0;
+  const std::unique_ptr<char[]> buffer_;
+};
+
 }  // namespace
 
 Result<ProcessResult> run_process(const ProcessSpec& spec) {
@@ -142,131 +305,16 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
                          " (the environment has no PATH)";
     return result;
   }
-
-  UniqueFd stdin_read, stdin_write, error_read, error_write;
-  OutputStream out{{}, &result.out, spec.stdout_cap, &result.out_truncated};
-  OutputStream err{{}, &result.err, spec.stderr_cap, &result.err_truncated};
-  UniqueFd out_write, err_write;
-  if (Status s = make_pipe(stdin_read, stdin_write); !s) return s;
-  if (Status s = make_pipe(out.fd, out_write); !s) return s;
-  if (Status s = make_pipe(err.fd, err_write); !s) return s;
-  if (Status s = make_pipe(error_read, error_write); !s) return s;
-  plan.stdin_fd = stdin_read.get();
-  plan.stdout_fd = out_write.get();
-  plan.stderr_fd = err_write.get();
-  plan.error_fd = error_write.get();
-
+  ChildPipes pipes;
+  if (Status s = open_pipes(spec, result, pipes, plan); !s) return s;
   SigpipeBlock sigpipe;
   const TimePoint start = SteadyClock::now();
-  sigset_t all, saved;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::fork();
-  if (pid == 0) process_detail::child_main(plan);
-  const int fork_errno = errno;
-  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  if (pid < 0) return Status::error("cannot fork: " + errno_text(fork_errno));
-  ChildProcess child(pid);
-
-  stdin_read.reset();
-  out_write.reset();
-  err_write.reset();
-  error_write.reset();
-  // The error pipe is read only once the child has exited, without blocking: a child that gave up
-  // wrote its report before _exit, and a successful execve closed the pipe. Waiting for its EOF
-  // instead could hang if another thread of the caller forked (without exec) in between and so
-  // holds a copy of the write end.
-  set_nonblocking(error_read.get());
-  set_nonblocking(stdin_write.get());
-  set_nonblocking(out.fd.get());
-  set_nonblocking(err.fd.get());
-  std::size_t stdin_offset = 0;
-  if (spec.stdin_data.empty()) stdin_write.reset();
-
-  const bool has_deadline = spec.timeout_seconds > 0;
-  const TimePoint deadline = has_deadline ? after(start, spec.timeout_seconds) : TimePoint::max();
-  std::optional<TimePoint> kill_at;
-  std::optional<TimePoint> exited_at;
-  bool timed_out = false;
-  const std::unique_ptr<char[]> buffer(new char[kChunk]);
-
-  while (true) {
-    const TimePoint now = SteadyClock::now();
-    if (spec.stop != nullptr && !exited_at) {
-      if (const int stop = spec.stop->load(); stop != 0) {
-        // The guard kills the whole group and reaps it on the way out.
-        return stopped_status(stop);
-      }
-    }
-    if (!exited_at && child.has_exited()) {
-      exited_at = now;
-      // Whatever the leader left behind in its group goes now; their output ends with them.
-      child.signal_all(SIGKILL);
-      stdin_write.reset();
-    }
-    if (exited_at) {
-      if (!out.fd.is_open() && !err.fd.is_open()) break;
-      if (now >= after(*exited_at, kDrainAfterExitSeconds)) break;
-    } else {
-      if (has_deadline && !timed_out && now >= deadline) {
-        timed_out = true;
-        child.signal_all(SIGTERM);
-        child.signal_all(SIGCONT);  // a stopped process acts on SIGTERM only once it runs
-        kill_at = after(now, spec.kill_grace_seconds);
-      }
-      if (kill_at && now >= *kill_at) {
-        child.signal_all(SIGKILL);
-        kill_at.reset();
-      }
-    }
-
-    std::array<pollfd, 4> fds{};
-    nfds_t count = 0;
-    auto watch = [&](int fd, short events) {
-      if (fd >= 0) fds[count++] = {fd, events, 0};
-    };
-    watch(stdin_write.get(), POLLOUT);
-    watch(out.fd.get(), POLLIN);
-    watch(err.fd.get(), POLLIN);
-    if (!exited_at) watch(child.pidfd(), POLLIN);
-
-    std::optional<TimePoint> next;
-    if (exited_at) {
-      next = after(*exited_at, kDrainAfterExitSeconds);
-    } else {
-      if (has_deadline && !timed_out) next = deadline;
-      if (kill_at) next = next ? std::min(*next, *kill_at) : *kill_at;
-      // Without a pidfd nothing wakes us when the child exits: look every 10 ms.
-      if (child.pidfd() < 0) next = next ? std::min(*next, after(now, 0.01)) : after(now, 0.01);
-      if (spec.stop != nullptr) {
-        const TimePoint look = after(now, kStopPollSeconds);
-        next = next ? std::min(*next, look) : look;
-      }
-    }
-    const int ready = ::poll(fds.data(), count, poll_timeout_ms(now, next));
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      return Status::error("cannot poll the child's pipes: " + errno_text(errno));
-    }
-    for (nfds_t i = 0; i < count; ++i) {
-      if (fds[i].revents == 0) continue;
-      if (fds[i].fd == stdin_write.get()) {
-        const std::size_t left = spec.stdin_data.size() - stdin_offset;
-        const ssize_t n = ::write(stdin_write.get(), spec.stdin_data.data() + stdin_offset, left);
-        if (n > 0) {
-          stdin_offset += static_cast<std::size_t>(n);
-          if (stdin_offset == spec.stdin_data.size()) stdin_write.reset();
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-          if (errno == EPIPE) sigpipe.consume();
-          stdin_write.reset();  // the child stopped reading; it gets no more
-        }
-      } else if (fds[i].fd == out.fd.get()) {
-        out.read_some(buffer.get());
-      } else if (fds[i].fd == err.fd.get()) {
-        err.read_some(buffer.get());
-      }
-    }
-  }
+  Result<pid_t> pid = fork_child(plan);
+  if (!pid) return pid.status();
+  ChildProcess child(pid.value());
+  keep_parent_ends(pipes, !spec.stdin_data.empty());
+  Supervisor supervisor(spec, child, pipes, sigpipe, start);
+  if (Status s = supervisor.run(); !s) return s;
 
   int status = 0;
   rusage usage{};
@@ -274,14 +322,14 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
     return Status::error("the child's exit status was collected elsewhere (is SIGCHLD ignored?)");
   }
   ChildError report;
-  if (::read(error_read.get(), &report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
+  if (::read(pipes.error_read.get(), &report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
     result = ProcessResult{};
     result.spawn_error = process_detail::describe_child_error(report, spec, plan);
     return result;
   }
-  result.wall_seconds = seconds_between(start, *exited_at);
+  result.wall_seconds = seconds_between(start, supervisor.exited_at());
   fill_outcome(status, usage, result);
-  if (timed_out) {
+  if (supervisor.timed_out()) {
     result.outcome = ProcessResult::Outcome::kTimedOut;
     result.timeout_seconds = spec.timeout_seconds;
   }

@@ -1,7 +1,7 @@
 // The verifier's verdict from its facts (decision.h has the order of precedence).
 #include "cudaagent/verify/decision.h"
 
-#include "cudaagent/candidate/object_policy.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/evaluation/call_verdicts.h"
 
 namespace cudaagent {
@@ -9,20 +9,11 @@ namespace cudaagent {
 VerifyDecision decide_verify(const VerifyFacts& facts) {
   // Tampering is the strongest finding of either static policy; FAIL_COMPILE the weakest (a
   // candidate whose model_new.py does not even parse, and nothing else was found).
-  for (const auto* found : {&facts.policy, &facts.python_policy}) {
-    if (*found && (*found)->verdict == Verdict::kFlagHack) return {(*found)->verdict, (*found)->reason};
-  }
-  if (facts.policy) return {facts.policy->verdict, facts.policy->reason};
-  if (facts.python_policy) return {facts.python_policy->verdict, facts.python_policy->reason};
+  if (auto found = decide_static_policy(facts.policy, facts.python_policy)) return {found->verdict, found->reason};
   if (facts.built && !facts.build_ok) {
     return {facts.build_resource ? Verdict::kFailResource : Verdict::kFailCompile, facts.build_reason};
   }
-  if (const PolicyFinding* finding = strongest_finding(facts.object_findings)) {
-    // FLAG_HACK when any finding's rule is tampering, else REJECT_POLICY; the reason names a
-    // finding of that class (a candidate that both computes with torch and calls dlsym: the dlsym).
-    return {verdict_of_findings(facts.object_findings),
-            finding->rule + ": " + finding->path + ": " + finding->detail};
-  }
+  if (auto found = object_policy_verdict(facts.object_findings)) return {found->verdict, found->reason};
   if (facts.infra) return {Verdict::kInfraError, *facts.infra};
   if (!facts.start) return {Verdict::kInfraError, "the candidate was never started"};
   if (!facts.start->ok) {

@@ -14,9 +14,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/version.h"
-#include "cudaagent/candidate/object_policy.h"
-#include "cudaagent/candidate/python_policy.h"
-#include "cudaagent/candidate/source_policy.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/records/record.h"
 #include "cudaagent/verify/decision.h"
@@ -105,40 +103,6 @@ Result<VerifyOutcome> outcome_of_stored(std::string_view stored, const std::stri
   return VerifyOutcome{*verdict, std::string(reason), json};
 }
 
-// The static policies, before anything of the candidate is built or run: the snapshot's findings,
-// torch calls in its C++ sources, and model_new.py's own policy (python_policy.h: what could switch
-// the runtime audit off is refused before any of it runs; it runs after a finding of the others
-// too, so tampering is still flagged).
-void static_policy(const VerifySettings& settings, const TorchEnv& torch, const std::string& share,
-                   const Snapshot& snapshot, VerifyFacts& facts, Evidence& evidence) {
-  evidence.findings = snapshot.findings;
-  for (const auto& found : scan_torch_calls(snapshot.files, default_allowed_torch_calls())) {
-    evidence.findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
-                                 found.call + " computes with torch; only the candidate's own "
-                                 "kernels may compute"});
-  }
-  const auto model_new = snapshot.files.find("model_new.py");
-  if (model_new == snapshot.files.end()) {
-    evidence.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});
-  }
-  if (!evidence.findings.empty()) {
-    const auto& first = evidence.findings.front();
-    facts.policy = PolicyVerdict{Verdict::kRejectPolicy, first.rule + ": " + first.path + ": " + first.detail};
-  }
-  if (model_new != snapshot.files.end() && settings.python_policy) {
-    const auto phase = SteadyClock::now();
-    auto report = check_python_policy(torch.python, share + "/harness/model_policy.py", model_new->second);
-    evidence.timings.emplace_back("python_policy", since(phase));
-    if (!report) {
-      facts.infra = "python policy: " + report.status().message();
-    } else {
-      PythonPolicyDecision decision = decide_python_policy(report.value());
-      evidence.findings.insert(evidence.findings.end(), decision.findings.begin(), decision.findings.end());
-      if (decision.verdict) facts.python_policy = PolicyVerdict{*decision.verdict, std::move(decision.reason)};
-    }
-  }
-}
-
 // The record's "verify" value: the decision, then everything found on the way to it.
 std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, const VerifyFacts& facts,
                         const Evidence& evidence, const VerifyDecision& decision, double total_seconds) {
@@ -212,7 +176,7 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   key.field("atol", settings_.atol).field("rtol", settings_.rtol);
   key.field("checks", settings_.checks);
   // Its rules are a script of their own, outside the evaluation session's harness hash.
-  key.field("python_policy", settings_.python_policy ? python_policy_hash_ : std::string("off"));
+  key.field("python_policy", policy_.key());
   key.end_object();
   return sha256_hex(material);
 }
@@ -243,15 +207,12 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
   evaluation.stop = settings.stop;
-  std::string python_policy_script;
-  if (settings.python_policy &&
-      !read_whole_file(share_dir() + "/harness/model_policy.py", python_policy_script)) {
-    return Status::error("cannot read the harness script '" + share_dir() + "/harness/model_policy.py'");
-  }
+  auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir(), settings.policy_path);
+  if (!policy) return policy.status();
   auto evaluator = Evaluator::create(evaluation, torch.value());
   if (!evaluator) return evaluator.status();
   Verifier verifier(std::move(settings), std::move(torch).value(), std::move(evaluator).value());
-  verifier.python_policy_hash_ = sha256_hex(python_policy_script);
+  verifier.policy_ = std::move(policy).value();
   return verifier;
 }
 
@@ -301,7 +262,13 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     if (stored.value()) return outcome_of_stored(*stored.value(), evidence.key);
   }
   evidence.timings.emplace_back("snapshot", since(phase));
-  static_policy(settings_, torch_, share, snapshot.value(), facts, evidence);
+  // The static policies, before anything of the candidate is built or run (static_policy.h).
+  SourcePolicyOutcome source_policy = check_source_policies(snapshot.value(), policy_);
+  evidence.findings = std::move(source_policy.findings);
+  evidence.timings.insert(evidence.timings.end(), source_policy.timings.begin(), source_policy.timings.end());
+  facts.policy = std::move(source_policy.source);
+  facts.python_policy = std::move(source_policy.python);
+  facts.infra = std::move(source_policy.infra);
   if (facts.policy || facts.python_policy || facts.infra) return finish();
 
   // 2. The workspace where the candidate's runner will see it; the task's session opens while it
@@ -360,16 +327,15 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     return finish();
   }
 
-  // The candidate's own objects, what they import against the allow-list (object_policy.h), read
+  // The candidate's own objects, what they import against the allow-list (static_policy.h), read
   // in the build's sandbox before anything of the candidate runs.
-  phase = SteadyClock::now();
-  auto object_findings = check_objects(evidence.build, settings_.policy_path, build_options.runner);
-  evidence.timings.emplace_back("objects", since(phase));
-  if (!object_findings) {
-    facts.infra = "object check: " + object_findings.status().message();
+  ObjectPolicyOutcome objects = check_object_policy(evidence.build, policy_, build_options.runner);
+  evidence.timings.insert(evidence.timings.end(), objects.timings.begin(), objects.timings.end());
+  if (objects.infra) {
+    facts.infra = std::move(objects.infra);
     return finish();
   }
-  facts.object_findings = std::move(object_findings).value();
+  facts.object_findings = std::move(objects.findings);
   if (!facts.object_findings.empty()) {
     evidence.findings.insert(evidence.findings.end(), facts.object_findings.begin(),
                              facts.object_findings.end());

@@ -1,6 +1,7 @@
 // The profiler: one verified candidate in, one "profile" value out (cudaagent(7), TIMING). The
-// trusted side (this code) builds the candidate as verify does (a cache hit after verify) and times
-// it in the task's evaluation session (evaluation/evaluator.h) beside the baselines: eager and
+// trusted side (this code) applies verify's static policies (candidate/static_policy.h), builds the
+// candidate as verify does (a cache hit after verify) and times it in the task's evaluation
+// session (evaluation/evaluator.h) beside the baselines: eager and
 // torch.compile of the pristine task in a clean runner, and a "null" model that does no work, whose
 // time is the cost of a call itself. Rounds alternate the arms in a random order on the same fresh
 // inputs, on an exclusive device. Every call of every arm is timed by the session's owner on its
@@ -18,6 +19,7 @@
 #include "cudaagent/base/session.h"
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/extension_build.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/profile/gates.h"
 #include "cudaagent/profile/report.h"
 #include "cudaagent/profile/timing_stats.h"
@@ -50,6 +52,10 @@ struct ProfileSettings {
   GateSettings flags;                   // speedup ceiling, roofline floor
   double bandwidth_gbs = 4800;          // roofline floor (H200 HBM3e); 0 disables; CPU: not used
   bool fresh_baselines = false;         // measure baselines even when the store has them
+  // model_new.py's static check, as verify's (VerifySettings::python_policy): a timed candidate
+  // passes the same static rules as a checked one. Off only to test the timing layer beneath it
+  // with candidates it would refuse; never for rewards.
+  bool python_policy = true;
   double load_timeout_seconds = 900;    // the task's session, a runner's start, a compile warm-up
   double call_timeout_seconds = 60;     // one call
   double lock_timeout_seconds = 3600;   // waiting for the device
@@ -99,6 +105,9 @@ class Profiler {
 
   const TorchEnv& torch() const { return torch_; }
   const ProfileSettings& settings() const { return settings_; }
+  // The static policies run before the build and after it, verify's own (static_policy.h); their
+  // key() belongs in the key of a stored profile.
+  const StaticPolicy& static_policy() const { return policy_; }
 
  private:
   Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator);
@@ -111,6 +120,7 @@ class Profiler {
   std::unique_ptr<Evaluator> evaluator_;
   std::uint64_t jobs_ = 0;
   ResultStore* store_ = nullptr;
+  StaticPolicy policy_;
   std::string lock_name_;  // the device's lock, named at the first profile (by GPU UUID)
 };
 

@@ -19,6 +19,7 @@ struct ProfileOptions {
   bool brief = false;         // --brief: a few plain lines per workspace instead of records
   std::string candidate_user = "auto";  // --candidate-user
   bool remeasure = false;     // --remeasure: time candidates even when the store has their profile
+  bool no_python_policy = false;  // skip model_new.py's static check (testing the timing beneath)
 };
 
 void add_profile_flags(CLI::App& app, ProfileOptions& options);

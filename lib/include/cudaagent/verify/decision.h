@@ -25,18 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/records/verdict.h"
 
 namespace cudaagent {
 
-struct PolicyVerdict {
-  Verdict verdict = Verdict::kRejectPolicy;  // REJECT_POLICY or FLAG_HACK (or FAIL_COMPILE: below)
-  std::string reason;
-};
-
 struct VerifyFacts {
+  // The static policies' verdicts (candidate/static_policy.h, the rules verify and profile share).
   std::optional<PolicyVerdict> policy;  // the first static finding, if any
   // model_new.py's static policy (candidate/python_policy.h), when it ran and called for a verdict:
   // FLAG_HACK, REJECT_POLICY or FAIL_COMPILE (decide_python_policy), with its decisive finding.

@@ -1,6 +1,6 @@
 // The verifier: one candidate in, one verdict out (cudaagent(7), SANDBOX and VERDICTS). The
 // trusted side (this code) snapshots the candidate, applies the static policies (the snapshot's and
-// model_new.py's, python_policy.h), builds it, and makes its checks through the task's evaluation
+// model_new.py's, candidate/static_policy.h), builds it, and makes its checks through the task's evaluation
 // session (evaluation/evaluator.h): each check is a call on fresh inputs from a private seed,
 // judged by the session's owner against the pristine reference. Nothing the candidate's process
 // says can raise a verdict: its account can only lower one. The judgement itself is decision.h, a
@@ -14,6 +14,7 @@
 
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/extension_build.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/records/result_store.h"
 #include "cudaagent/records/verdict.h"
@@ -100,7 +101,7 @@ class Verifier {
   std::unique_ptr<Evaluator> evaluator_;
   ResultStore* store_ = nullptr;
   std::uint64_t jobs_ = 0;
-  std::string python_policy_hash_;  // of share/harness/model_policy.py
+  StaticPolicy policy_;  // the static policies, shared with profile (candidate/static_policy.h)
 };
 
 }  // namespace cudaagent
