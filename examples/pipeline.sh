@@ -9,7 +9,7 @@
 # model_new.py, compiles, verifies, profiles and stops; its record is scored like the candidates'
 # and must PASS. Then it scores the bundled verify/profile sample (one line is torn on purpose, to
 # show an error record). On a GPU the same chain runs with --device cuda and the default 1-100 ms
-# filter window, and the episode's model is a real one served by vLLM or cudaagent-train serve.
+# filter window, and an episode's model is a real one, served by vLLM or cudaagent-train serve.
 #
 # Everything it makes stays in OUT_DIR (default: build/quickstart), which it names at the end; a
 # second run reuses its store, so the scoring is taken from it instead of being redone.
@@ -149,7 +149,7 @@ jq -r '"episode of \(.trajectory.task_id) (\(.id[0:12])): verdict \(.reward.verd
   "$out/trajectory.jsonl" | tee "$out/episode.txt"
 if [[ $(jq -r .reward.verdict "$out/trajectory.jsonl") != PASS ]]; then
   echo "pipeline: FAIL: the scripted episode did not PASS: $(jq -c '{verdict: .reward.verdict,
-    reason: (.reward.reason // .verify.reason), finish: .trajectory.finish_reason}' "$out/trajectory.jsonl")" >&2
+    reason: (.reward.reason // .verify.reason // .error.reason // .error), finish: .trajectory.finish_reason}' "$out/trajectory.jsonl")" >&2
   echo "pipeline: its record is $out/trajectory.jsonl, the server's requests $out/episode-requests.log" >&2
   exit 1
 fi
