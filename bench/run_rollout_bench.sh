@@ -40,7 +40,7 @@ lines = [
 ]
 open(out, "w").write("".join(json.dumps(l) + "\n" for l in lines))
 P
-python3 "$here/tests/cli/rollout/scripted_server.py" "$work/bench.jsonl" "$work/port" "$work/requests.log" &
+python3 "$here/share/scripted-model/scripted_server.py" "$work/bench.jsonl" "$work/port" "$work/requests.log" &
 server_pid=$!
 for _ in $(seq 200); do [[ -s $work/port ]] && break; sleep 0.05; done
 echo "== $episodes scripted episodes, $jobs at once, $slots evaluation slot(s)"

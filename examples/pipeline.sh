@@ -3,13 +3,19 @@
 # them in the sandbox (eager only with Debian's torch 1.13, which has no torch.compile: each record
 # says so), and dedup the kept ones against the example tasks. Scoring side: verify two candidates
 # of the example CPU task, one honest and one that calls torch instead of its kernel, time the one
-# that passes, score both, and summarise; then score the bundled verify/profile sample (one line is
-# torn on purpose, to show an error record). On a GPU the same chain runs with --device cuda and the
-# default 1-100 ms filter window.
+# that passes, score both, and summarise. Episode: cudaagent-rollout runs one episode of the example
+# task against the scripted model (share/scripted-model: an OpenAI-compatible server that answers
+# with replies written in advance), which reads the task, writes the kernel, its binding and
+# model_new.py, compiles, verifies, profiles and stops; its record is scored like the candidates'
+# and must PASS. Then it scores the bundled verify/profile sample (one line is torn on purpose, to
+# show an error record). On a GPU the same chain runs with --device cuda and the default 1-100 ms
+# filter window, and an episode's model is a real one, served by vLLM or cudaagent-train serve.
 #
 # Everything it makes stays in OUT_DIR (default: build/quickstart), which it names at the end; a
 # second run reuses its store, so the scoring is taken from it instead of being redone.
 # Usage: examples/pipeline.sh [BIN_DIR [OUT_DIR]]   (default: build/release/bin, build/quickstart)
+#   env: EPISODE_SCRIPT=FILE  the scripted model's replies instead of the honest solution (any
+#        replay script; the run fails, loudly, unless the episode it makes passes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$here/build/release/bin}
@@ -17,6 +23,15 @@ out=${2:-$here/build/quickstart}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 examples=$here/share/examples
+# The scripted model's server runs in the background during the episode: stopped however this ends.
+server_pid=
+stop_server() {
+  if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  server_pid=
+}
+trap stop_server EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 echo "== synth -> filter -> dedup: 8 tiny tasks (seed 1), run in the sandbox, then deduplicated" >&2
 # Tiny CPU tasks run in microseconds: the window is widened from the GPU's 1-100 ms.
@@ -95,6 +110,57 @@ TEXT
 sed -n '1,3p' "$out/summary.txt"
 echo
 
+echo "== rollout: one episode of the example CPU task with a scripted model (a server that answers" \
+  "with replies written in advance)" >&2
+# The script: read the task, write the example's kernel, binding and model_new.py, compile, verify,
+# profile, stop (cudaagent-rollout's replay format, one reply per line; share/scripted-model/README.md).
+jq -nc --rawfile kernel "$task/kernels/bias_relu.cpp" --rawfile binding "$task/kernels/bias_relu_binding.cpp" \
+  --rawfile model_new "$task/model_new.py" '
+  def call(name; arguments): {name: name, arguments: arguments};
+  def run(command): {content: "", tool_calls: [call("Bash"; {command: command})]};
+  {content: "Let me read the task.", tool_calls: [call("Read"; {file_path: "model.py"})]},
+  {content: "One fused pass: bias, ReLU and the scale.", tool_calls: [
+    call("Write"; {file_path: "kernels/bias_relu.cpp", content: $kernel}),
+    call("Write"; {file_path: "kernels/bias_relu_binding.cpp", content: $binding}),
+    call("Write"; {file_path: "model_new.py", content: $model_new})]},
+  run("bash utils/compile.sh"), run("python3 -m utils.verification"), run("python3 -m utils.profiling"),
+  {content: "The fused kernel compiles, passes verification and is profiled."}' >"$out/episode-script.jsonl"
+[[ -z ${EPISODE_SCRIPT:-} ]] || cp "$EPISODE_SCRIPT" "$out/episode-script.jsonl"
+# The script is the model: its hash names it, so a store never answers one script with another's episode.
+model=scripted-$(sha256sum "$out/episode-script.jsonl" | cut -c1-12)
+rm -f "$out/episode-port"
+python3 "$here/share/scripted-model/scripted_server.py" "$out/episode-script.jsonl" "$out/episode-port" \
+  "$out/episode-requests.log" &
+server_pid=$!
+for _ in $(seq 200); do [[ -s $out/episode-port ]] && break; sleep 0.05; done
+[[ -s $out/episode-port ]] || { echo "pipeline: the scripted model's server did not start" >&2; exit 1; }
+: >"$out/episode-requests.log"
+# The record goes through cudaagent-reward like the candidates'; with the store, a re-run takes the
+# episode and its score from it and asks the server nothing.
+jq -nc --rawfile m "$task/model.py" '{id: "bias-relu-cpu", task: {model_py: $m}}' |
+  "$bin/cudaagent-rollout" --quiet --device cpu --endpoint "http://127.0.0.1:$(cat "$out/episode-port")" \
+    --model "$model" --seed 1 --db "$out/store.db" |
+  "$bin/cudaagent-reward" --quiet --db "$out/store.db" -o "$out/trajectory.jsonl"
+stop_server
+rm -f "$out/episode-port"
+jq -r '"episode of \(.trajectory.task_id) (\(.id[0:12])): verdict \(.reward.verdict), reward \(.reward.value)," +
+       " turns \(.trajectory.turns_used) (finish \(.trajectory.finish_reason)), evaluations " +
+       ([.trajectory.evaluations[] | "\(.op): \(.verdict // .exit_code)"] | join(", "))' \
+  "$out/trajectory.jsonl" | tee "$out/episode.txt"
+if [[ $(jq -r .reward.verdict "$out/trajectory.jsonl") != PASS ]]; then
+  echo "pipeline: FAIL: the scripted episode did not PASS: $(jq -c '{verdict: .reward.verdict,
+    reason: (.reward.reason // .verify.reason // .error.reason // .error), finish: .trajectory.finish_reason}' "$out/trajectory.jsonl")" >&2
+  echo "pipeline: its record is $out/trajectory.jsonl, the server's requests $out/episode-requests.log" >&2
+  exit 1
+fi
+cat <<'TEXT'
+  turns: the model's replies (read, write, compile, verify, profile, stop); evaluations: what the
+  agent asked the trusted evaluator for through the workspace's commands, and what it answered. The
+  record (trajectory.jsonl) holds the conversation, the token ids and loss mask a trainer reads,
+  and the files the agent left, so cudaagent-verify can judge it again.
+
+TEXT
+
 echo "== reward: $examples/reward-sample.jsonl" >&2
 "$bin/cudaagent-reward" --quiet --db "$out/store.db" --errors "$out/sample-errors.jsonl" \
   "$examples/reward-sample.jsonl" -o "$out/sample-scored.jsonl"
@@ -112,6 +178,9 @@ Outputs are in $out:
   synthesized.jsonl, filtered.jsonl, tasks.jsonl   the data side, stage by stage
   candidates.jsonl, scored.jsonl, unscored.jsonl   the scoring side (verify, profile, reward keys)
   summary.txt, plots/*.svg                         cudaagent-reward --summary of scored.jsonl
+  trajectory.jsonl, episode.txt                    the scripted episode's record (rollout, reward) and
+                                                   its summary line
+  episode-script.jsonl, episode-requests.log       the scripted model's replies, the requests it got
   sample-scored.jsonl, sample-errors.jsonl         the bundled sample, scored
   store.db                                         every result (SQLite); a re-run takes them from it
 Read any of them with jq, e.g.  jq .profile $out/scored.jsonl

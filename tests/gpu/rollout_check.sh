@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cudaagent-rollout on the device: scripted episodes (the scripted server of tests/cli/rollout, with
+# cudaagent-rollout on the device: scripted episodes (share/scripted-model/scripted_server.py, with
 # byte-level token ids) whose kernels are compiled, verified and profiled on the GPU by the trusted
 # evaluator through the workspace's shims.
 #   honest      the example's fused CUDA kernel: compile, verify, profile, stop -> PASS, reward >= 1
@@ -75,7 +75,7 @@ P
 start_server() {  # SCRIPT: sets url
   [[ -n $server_pid ]] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   rm -f "$out/port"
-  python3 "$root/tests/cli/rollout/scripted_server.py" "$out/$1.script" "$out/port" "$out/$1.requests" &
+  python3 "$root/share/scripted-model/scripted_server.py" "$out/$1.script" "$out/port" "$out/$1.requests" &
   server_pid=$!
   for _ in $(seq 200); do [[ -s $out/port ]] && break; sleep 0.05; done
   url=http://127.0.0.1:$(cat "$out/port")

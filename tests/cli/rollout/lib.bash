@@ -21,7 +21,7 @@ start_server() {
   rm -f "$scratch/port"
   log=$scratch/requests.log
   : >"$log"
-  python3 "$here_rollout/scripted_server.py" "$scratch/$1" "$scratch/port" "$log" "${@:2}" &
+  python3 "$root/share/scripted-model/scripted_server.py" "$scratch/$1" "$scratch/port" "$log" "${@:2}" &
   server_pid=$!
   for _ in $(seq 200); do [[ -s $scratch/port ]] && break; sleep 0.05; done
   [[ -s $scratch/port ]] || fail "the scripted server did not start"

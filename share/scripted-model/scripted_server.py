@@ -1,5 +1,6 @@
-"""A scripted stand-in for an OpenAI-compatible model server (vLLM's fields), for cudaagent-rollout's
-tests. It answers POST /v1/chat/completions with the n-th reply of a script, where n is the number
+"""A scripted stand-in for an OpenAI-compatible model server (vLLM's fields): the quick start's episode
+(examples/pipeline.sh), cudaagent-rollout's tests and the rollout benchmark run against it, so an
+episode goes through the real HTTP path with no model. It answers POST /v1/chat/completions with the n-th reply of a script, where n is the number
 of assistant messages in the request, so any number of concurrent episodes get the same
 conversation. The script is cudaagent-rollout's replay format: one JSON object per line,
 {"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]}.
