@@ -15,9 +15,9 @@
 // costs half the weights' memory again, needs its gradients copied into the masters and a refresh
 // after every step (and on every rank). Measured on the CPU with the tiny Qwen2 fixture: casting
 // every weight once takes 0.06 ms against 45-70 ms for one 4 x 128-token forward and backward
-// with recomputation (which casts each layer twice), so the casts cost well under 1%; on an
-// H200 the 0.5B model's casts move about 3 GB (~1 ms) against tens of milliseconds of products
-// per micro-batch.
+// with recomputation (which casts each layer twice), so the casts cost well under 1%. For the
+// 0.5B model on an H200 the estimate (not yet measured) is ~3 GB of memory traffic per cast of
+// all weights, about a millisecond, against tens of milliseconds of products per micro-batch.
 // With per-layer recomputation only one layer's cast copies exist at a time.
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
