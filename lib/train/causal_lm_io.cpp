@@ -126,6 +126,7 @@ CausalLm::CausalLm() = default;
 CausalLm::~CausalLm() = default;
 at::Device CausalLm::device() const { return weights_->device; }
 at::ScalarType CausalLm::dtype() const { return weights_->dtype; }
+at::ScalarType CausalLm::compute_dtype() const { return weights_->compute; }
 
 Result<std::unique_ptr<CausalLm>> CausalLm::load(const std::string& dir, const ModelOptions& options) {
   auto config = load_model_config(dir);
@@ -135,6 +136,8 @@ Result<std::unique_ptr<CausalLm>> CausalLm::load(const std::string& dir, const M
   if (dtype_name_text == "auto") dtype_name_text = c.torch_dtype.empty() ? "float32" : c.torch_dtype;
   auto dtype = parse_compute_dtype(dtype_name_text);
   if (!dtype) return dtype.status();
+  auto compute = options.compute_dtype.empty() ? dtype : parse_compute_dtype(options.compute_dtype);
+  if (!compute) return compute.status();
   auto checkpoint = Checkpoint::open(dir);
   if (!checkpoint) return checkpoint.status();
 
@@ -146,6 +149,7 @@ Result<std::unique_ptr<CausalLm>> CausalLm::load(const std::string& dir, const M
   try {
     w.device = at::Device(options.device);
     w.dtype = dtype.value();
+    w.compute = compute.value();
     const TensorReader reader(checkpoint.value(), w.device, w.dtype);
     CUDAAGENT_TRY_ASSIGN(w.embed, reader.read("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
     CUDAAGENT_TRY_ASSIGN(w.norm, reader.read("model.norm.weight", {c.hidden_size}));
@@ -266,7 +270,7 @@ KvCache CausalLm::make_cache(std::int64_t slots, std::int64_t capacity) const {
   KvCache cache;
   cache.slots = slots;
   cache.capacity = capacity;
-  const auto options = at::TensorOptions().dtype(weights_->dtype).device(weights_->device);
+  const auto options = at::TensorOptions().dtype(weights_->compute).device(weights_->device);
   for (std::int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     cache.keys.push_back(at::zeros({slots, config_.num_key_value_heads, capacity, config_.head_dim}, options));
     cache.values.push_back(at::zeros({slots, config_.num_key_value_heads, capacity, config_.head_dim}, options));

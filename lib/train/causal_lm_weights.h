@@ -23,7 +23,8 @@ struct CausalLm::Weights {
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [head_dim / 2] float32 rotary frequencies, on the device
   at::Device device{at::kCPU};
-  at::ScalarType dtype = at::kFloat;
+  at::ScalarType dtype = at::kFloat;    // the tensors above (but inv_freq)
+  at::ScalarType compute = at::kFloat;  // matrix products and attention (ModelOptions::compute_dtype)
 };
 
 }  // namespace cudaagent::train

@@ -25,12 +25,14 @@ constexpr const char* kValueHeadBias = "value_head.bias";
 constexpr bool kRecomputeLayers = true;
 
 Result<std::unique_ptr<train::CausalLm>> load_trunk(const std::string& directory,
-                                                    c10::Device device) {
+                                                    c10::Device device, c10::ScalarType compute) {
   train::ModelOptions options;
   options.device = device.str();
   // The optimiser updates the weights in place in their own dtype, so they stay float32: AdamW's
-  // small steps vanish in bfloat16 weights without a float32 master copy.
+  // small steps vanish in bfloat16 weights without a float32 master copy. A 16-bit compute dtype
+  // runs the products on casts of them (mixed precision, as autocast does).
   options.dtype = "float32";
+  options.compute_dtype = compute_dtype_name(compute);
   options.trainable = true;
   auto model = train::CausalLm::load(directory, options);
   if (!model) return model.status().with_context(cudaagent::quoted(directory));
@@ -153,15 +155,17 @@ Result<at::Tensor> read_head_tensor(const train::Checkpoint& checkpoint, const c
 }  // namespace
 
 Result<std::unique_ptr<PolicyModel>> load_causal_lm_policy(const std::string& directory,
-                                                           c10::Device device) {
-  auto model = load_trunk(directory, device);
+                                                           c10::Device device,
+                                                           c10::ScalarType compute) {
+  auto model = load_trunk(directory, device, compute);
   if (!model) return model.status();
   return std::unique_ptr<PolicyModel>(new CausalLmPolicy(std::move(model.value())));
 }
 
 Result<std::unique_ptr<ValueModel>> load_causal_lm_value(const std::string& directory,
-                                                         c10::Device device) {
-  auto trunk = load_trunk(directory, device);
+                                                         c10::Device device,
+                                                         c10::ScalarType compute) {
+  auto trunk = load_trunk(directory, device, compute);
   if (!trunk) return trunk.status();
   const std::int64_t hidden = trunk.value()->config().hidden_size;
   const auto options = at::TensorOptions().dtype(at::kFloat).device(device);

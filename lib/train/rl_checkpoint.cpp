@@ -44,6 +44,7 @@ std::string state_json(const RunState& state) {
       .field("metrics_bytes", static_cast<std::int64_t>(state.metrics_bytes))
       .field("world_size", state.world_size)
       .field("reference_spec", state.reference_spec)
+      .field("compute_dtype", state.compute_dtype)
       .end_object();
   text.push_back('\n');
   return text;
@@ -157,6 +158,10 @@ Result<RunState> read_run_state(const std::string& checkpoint_directory) {
   state.stage = std::string(stage);
   state.data_fingerprint = std::string(fingerprint);
   state.reference_spec = std::string(reference);
+  std::string_view compute_dtype;
+  if (!object["compute_dtype"].get_string().get(compute_dtype)) {
+    state.compute_dtype = std::string(compute_dtype);
+  }
   state.metrics_bytes = static_cast<std::uint64_t>(metrics_bytes);
   state.world_size = static_cast<int>(world_size);
   try {

@@ -304,14 +304,27 @@ ResponseScores ToyPolicyModel::score_response(const TokenBatch& batch, bool with
   return scores;
 }
 
-Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec,
-                                                       c10::Device device) {
+namespace {
+
+Status toy_computes_in_float32(c10::ScalarType compute) {
+  if (compute == c10::kFloat) return Status::ok();
+  return Status::error(std::string("the toy model computes in float32 only, not ") +
+                       compute_dtype_name(compute));
+}
+
+}  // namespace
+
+bool is_toy_model(const std::string& spec) { return is_toy_spec(spec) || is_toy_directory(spec); }
+
+Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device,
+                                                       c10::ScalarType compute) {
+  if (!is_toy_model(spec)) return load_causal_lm_policy(spec, device, compute);
+  if (auto status = toy_computes_in_float32(compute); !status) return status;
   if (is_toy_spec(spec)) {
     auto config = parse_toy_spec(spec);
     if (!config) return config.status();
     return std::unique_ptr<PolicyModel>(new ToyPolicyModel(config.value(), device));
   }
-  if (!is_toy_directory(spec)) return load_causal_lm_policy(spec, device);
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
   if (checkpoint.value().head != "lm")
@@ -323,7 +336,10 @@ Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec,
   return std::unique_ptr<PolicyModel>(std::move(model));
 }
 
-Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device) {
+Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device,
+                                                     c10::ScalarType compute) {
+  if (!is_toy_model(spec)) return load_causal_lm_value(spec, device, compute);
+  if (auto status = toy_computes_in_float32(compute); !status) return status;
   if (is_toy_spec(spec)) {
     auto config = parse_toy_spec(spec);
     if (!config) return config.status();
@@ -333,7 +349,6 @@ Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c1
     Trunk trunk = make_trunk(config.value(), generator, device);
     return std::unique_ptr<ValueModel>(new ToyValueModel(config.value(), std::move(trunk), device));
   }
-  if (!is_toy_directory(spec)) return load_causal_lm_value(spec, device);
   auto checkpoint = read_toy_checkpoint(spec);
   if (!checkpoint) return checkpoint.status();
   auto trunk = trunk_from(checkpoint.value(), device);
@@ -348,6 +363,15 @@ Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c1
     model->set_head(w, b);
   }
   return std::unique_ptr<ValueModel>(std::move(model));
+}
+
+const char* compute_dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat: return "float32";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kHalf: return "float16";
+    default: return "unsupported";
+  }
 }
 
 Result<c10::Device> parse_device(const std::string& name) {

@@ -19,6 +19,7 @@
 #include "cudaagent/records/record_sink.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/base/sha256.h"
+#include "cudaagent/train/causal_lm.h"
 #include "cudaagent/train/rl_checkpoint.h"
 #include "cudaagent/train/rl_dist.h"
 #include "cudaagent/train/rl_metrics.h"
@@ -198,9 +199,34 @@ struct RunSetup {
   RankInfo rank;
   std::unique_ptr<Communicator> communicator;
   c10::Device device{c10::kCPU};
-  std::optional<std::string> resume;  // the checkpoint directory to resume from
+  c10::ScalarType compute = c10::kFloat;  // the models' compute dtype (state.compute_dtype)
+  std::optional<std::string> resume;      // the checkpoint directory to resume from
   RunState state;
 };
+
+// The run's compute dtype: a resumed run keeps its checkpoint's (a different explicit
+// --compute-dtype is refused rather than silently changing the numerics of a run half done);
+// a new run takes the flag's, auto meaning bfloat16 for a causal LM on CUDA (the tensor cores'
+// rate; float32 products run several times slower there) and float32 otherwise (the CPU has no
+// fast bfloat16 products, and the toy model computes in float32 only).
+Status settle_compute_dtype(const RlRunOptions& options, const std::string& model_spec,
+                            RunSetup& setup) {
+  std::string name = options.compute_dtype;
+  if (setup.resume) {
+    if (name != "auto" && name != setup.state.compute_dtype) {
+      return Status::error("the run computes in " + setup.state.compute_dtype +
+                           "; --compute-dtype " + name + " cannot change that when resuming");
+    }
+    name = setup.state.compute_dtype;
+  } else if (name == "auto") {
+    name = setup.device.is_cuda() && !is_toy_model(model_spec) ? "bfloat16" : "float32";
+  }
+  auto dtype = train::parse_compute_dtype(name);
+  if (!dtype) return dtype.status();
+  setup.compute = dtype.value();
+  setup.state.compute_dtype = compute_dtype_name(setup.compute);
+  return Status::ok();
+}
 
 Result<RunSetup> set_up(RlRunOptions& options, const std::string& stage, Session& session) {
   RunSetup setup;
@@ -247,6 +273,12 @@ Result<RunSetup> set_up(RlRunOptions& options, const std::string& stage, Session
     if (auto status = restore_generator(*setup.resume, *setup.communicator); !status) return status;
     session.log.info("resuming " + cudaagent::quoted(*setup.resume) + " at iteration " +
                      std::to_string(setup.state.iteration));
+  }
+  const std::string& model_spec = stage == "value" ? options.critic : options.model;
+  if (auto status = settle_compute_dtype(options, model_spec, setup); !status) return status;
+  if (setup.compute != c10::kFloat) {
+    session.log.info("computing in " + setup.state.compute_dtype +
+                     " (float32 weights and optimiser state)");
   }
   return setup;
 }
@@ -333,7 +365,10 @@ Result<StageEnd> iterate(RlRunOptions& options, Session& session, RunSetup& setu
       batch.push_back(
           &data.trajectories[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
     }
-    const MetricList values = parts.iterate(batch, state.iteration);
+    MetricList values = parts.iterate(batch, state.iteration);
+    // The precision travels with every record, so curves of runs in different dtypes are told
+    // apart without the checkpoint.
+    values.emplace_back("perf/compute_bfloat16", setup.compute == c10::kBFloat16 ? 1.0 : 0.0);
     const std::int64_t epoch = state.epoch;
     state.position += static_cast<std::int64_t>(batch.size());
     ++state.iteration;
@@ -367,7 +402,8 @@ Result<StageEnd> run_rft(RlRunOptions& options, Session& session) {
   auto setup = set_up(options, "rft", session);
   if (!setup) return setup.status();
   RunSetup& run = setup.value();
-  auto model = load_policy_model(model_source(run, "actor", options.model), run.device);
+  auto model =
+      load_policy_model(model_source(run, "actor", options.model), run.device, run.compute);
   if (!model) return model.status();
   RftSettings settings;
   settings.aggregation = options.ppo.policy.aggregation;
@@ -406,7 +442,8 @@ Result<StageEnd> run_value(RlRunOptions& options, Session& session) {
   auto setup = set_up(options, "value", session);
   if (!setup) return setup.status();
   RunSetup& run = setup.value();
-  auto critic = load_value_model(model_source(run, "critic", options.critic), run.device);
+  auto critic =
+      load_value_model(model_source(run, "critic", options.critic), run.device, run.compute);
   if (!critic) return critic.status();
   ValueSettings settings;
   settings.gamma = options.ppo.gamma;
@@ -443,15 +480,17 @@ Result<StageEnd> run_ppo(RlRunOptions& options, Session& session) {
   auto setup = set_up(options, "ppo", session);
   if (!setup) return setup.status();
   RunSetup& run = setup.value();
-  auto actor = load_policy_model(model_source(run, "actor", options.model), run.device);
+  auto actor =
+      load_policy_model(model_source(run, "actor", options.model), run.device, run.compute);
   if (!actor) return actor.status();
-  auto critic = load_value_model(model_source(run, "critic", options.critic), run.device);
+  auto critic =
+      load_value_model(model_source(run, "critic", options.critic), run.device, run.compute);
   if (!critic) return critic.status();
   if (!run.resume)
     run.state.reference_spec = options.reference.empty() ? options.model : options.reference;
   std::unique_ptr<PolicyModel> reference;
   if (options.ppo.needs_reference()) {
-    auto loaded = load_policy_model(run.state.reference_spec, run.device);
+    auto loaded = load_policy_model(run.state.reference_spec, run.device, run.compute);
     if (!loaded) return loaded.status().with_context("reference model");
     reference = std::move(loaded.value());
   }

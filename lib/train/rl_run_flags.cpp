@@ -26,6 +26,12 @@ void add_shared_flags(CLI::App& app, RlRunOptions& options) {
       ->required();
   app.add_option("--device", options.device, "Where the models train: cpu, cuda, cuda:N")
       ->capture_default_str();
+  app.add_option("--compute-dtype", options.compute_dtype,
+                 "Dtype of the models' forward and backward: float32, bfloat16 (float32 weights "
+                 "and optimiser state either way), or auto: bfloat16 for a causal LM on CUDA, "
+                 "else float32. A resumed run keeps its checkpoint's")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
   app.add_option("--threads", options.threads, "CPU threads for torch (0: torch's default)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));

@@ -88,8 +88,12 @@ struct ChunkedScores : torch::autograd::Function<ChunkedScores> {
 TokenScores CausalLm::score_hidden(const at::Tensor& hidden, const at::Tensor& targets, double temperature,
                                    bool entropy, std::int64_t chunk_tokens) const {
   const auto ids = targets.to(hidden.device(), at::kLong);
-  const auto outputs = ChunkedScores::apply(hidden, weights_->lm_head, ids, 1.0 / temperature,
-                                            std::max<std::int64_t>(chunk_tokens, 1));
+  // Mixed precision: the logits' product runs in the compute dtype (the output embedding cast
+  // once for all chunks, its gradient flowing back through the cast); the softmax arithmetic is
+  // float32 either way.
+  const at::ScalarType compute = weights_->compute;
+  const auto outputs = ChunkedScores::apply(hidden.to(compute), weights_->lm_head.to(compute), ids,
+                                            1.0 / temperature, std::max<std::int64_t>(chunk_tokens, 1));
   return {outputs[0], entropy ? outputs[1] : at::Tensor()};
 }
 

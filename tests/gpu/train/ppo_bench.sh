@@ -19,11 +19,22 @@
 # The data and the random Qwen2-0.5B-shaped model come from ppo_update_reference.py (make-data,
 # make-model), so the GPU machine needs no test programs. Both sides train that same Hugging Face
 # directory: cudaagent-train through train::CausalLm (float32 weights and AdamW, per-layer
-# recomputation), Python in PRECISION. CPP_ACTOR overrides what the C++ side trains (for instance
-# a toy spec, to time the machinery alone).
+# recomputation), Python with fp32 weights and AdamW; both compute in PRECISION: bf16 is
+# bfloat16 autocast on the Python side and --compute-dtype bfloat16 on the C++ side, fp32 is
+# float32 on both (on the CPU, --smoke, Python never autocasts, so the C++ side computes in float32
+# too). COMPUTE_DTYPE overrides the C++ side's dtype. CPP_ACTOR overrides what the C++ side
+# trains (for instance a toy spec, to time the machinery alone; toys compute in float32).
 # Sizes (environment): ROWS=64 trajectories per iteration, ITERATIONS=3, PROMPT=512,
 # RESPONSE=1536 tokens (TURNS=4 turns, the last fifth of each but the last an observation),
-# MINI=16, MICRO=2, EPOCHS=1, PRECISION=bf16 (Python side), PYTHON=python3.
+# MINI=16, MICRO=2, EPOCHS=1, PRECISION=bf16, PYTHON=python3.
+#
+# Mixed precision against autocast (issue 14: Qwen2-0.5B shape, 32 rows x 2048 tokens, actor and
+# critic), from the repository root on an H200, in one device call:
+#   PARITY_BUILD_DIR=build/gpu-train PARITY_BUILD_ONLY=1 tests/gpu/train/parity.sh $OUT/parity &&
+#   ROWS=32 tests/gpu/train/ppo_bench.sh build/gpu-train/bin $OUT/ppo-bf16
+# then read $OUT/ppo-bf16/summary.md: both ratios >= 1 is the goal; summary.json's
+# sizes.cpp_compute_dtype says what the C++ side ran. PRECISION=fp32 (a separate call: float32
+# products take several minutes) gives the float32 pair.
 set -euo pipefail
 smoke=0
 if [[ ${1:-} == --smoke ]]; then
@@ -47,6 +58,14 @@ else
 fi
 epochs=${EPOCHS:-1}
 precision=${PRECISION:-bf16}
+case $precision in
+  bf16) compute_dtype=bfloat16 ;;
+  fp32) compute_dtype=float32 ;;
+  *) echo "ppo_bench: PRECISION is bf16 or fp32, not $precision" >&2; exit 2 ;;
+esac
+# Python autocasts only on CUDA; toys compute in float32 only.
+if ((smoke)) || [[ $cpp_actor == toy* ]]; then compute_dtype=float32; fi
+compute_dtype=${COMPUTE_DTYPE:-$compute_dtype}
 
 have_python_side=1
 if ! "$python" -c 'import torch, transformers' 2>/dev/null; then
@@ -95,7 +114,8 @@ run_sampled() {
 rm -rf "$out/cpp-run"
 run_sampled "$out/cpp.peak_mib" "$bin/cudaagent-train" ppo --run "$out/cpp-run" --device "$device" \
   --actor "$cpp_actor" --critic "$cpp_actor" --old-log-probs recompute --batch-size "$rows" \
-  --mini-batch-size "$mini" --micro-batch-size "$micro" --ppo-epochs "$epochs" -q \
+  --mini-batch-size "$mini" --micro-batch-size "$micro" --ppo-epochs "$epochs" \
+  --compute-dtype "$compute_dtype" -q \
   "$out/data.jsonl" >"$out/cpp.jsonl" 2>"$out/cpp.err" || { cat "$out/cpp.err" >&2; exit 1; }
 
 if ((have_python_side)); then
@@ -121,11 +141,13 @@ jq -n --arg date "$(date -u +%F)" --arg gpu "$(nvidia-smi --query-gpu=name --for
   --arg commit "$(git -C "$here" rev-parse --short HEAD 2>/dev/null)" --arg actor "$cpp_actor" \
   --argjson rows "$rows" --argjson prompt "$prompt" --argjson response "$response" --argjson turns "$turns" \
   --argjson mini "$mini" --argjson micro "$micro" --argjson epochs "$epochs" --arg precision "$precision" \
+  --arg compute_dtype "$compute_dtype" \
   --argjson cpp_update "$cpp_update" --argjson cpp_old "$cpp_old" --argjson cpp_peak "$(cat "$out/cpp.peak_mib")" \
   --argjson py_update "$py_update" --argjson py_old "$py_old" --argjson py_peak "$py_peak" --argjson py_alloc "$py_alloc" \
   '{date: $date, gpu: $gpu, commit: $commit, cpp_actor: $actor,
     sizes: {rows: $rows, prompt: $prompt, response: $response, turns: $turns, mini_batch: $mini,
-            micro_batch: $micro, ppo_epochs: $epochs, python_precision: $precision},
+            micro_batch: $micro, ppo_epochs: $epochs, python_precision: $precision,
+            cpp_compute_dtype: $compute_dtype},
     cpp: {update_tokens_per_s: $cpp_update, old_log_prob_tokens_per_s: $cpp_old, peak_gpu_mib: $cpp_peak},
     python: {update_tokens_per_s: $py_update, old_log_prob_tokens_per_s: $py_old, peak_gpu_mib: $py_peak,
              max_memory_allocated_gib: $py_alloc},

@@ -31,6 +31,11 @@ struct ModelOptions {
   std::string dtype = "float32";  // parameters and compute: float32, bfloat16, float16, or auto
                                   // (the checkpoint's declared dtype)
   bool trainable = false;         // parameters require gradients
+  // Mixed precision: the dtype matrix products and attention run in while the parameters (the
+  // master weights an optimiser updates) stay in `dtype`, the way autocast runs a float32 model.
+  // Empty or equal to `dtype`: everything in `dtype`. Only float32 parameters with a 16-bit
+  // compute dtype are a useful combination; see hidden_states for what runs in which dtype.
+  std::string compute_dtype;
 };
 
 struct ForwardOptions {
@@ -73,12 +78,16 @@ class CausalLm {
   const ModelConfig& config() const { return config_; }
   const std::string& source_dir() const { return source_dir_; }
   at::Device device() const;
-  at::ScalarType dtype() const;
+  at::ScalarType dtype() const;          // the parameters'
+  at::ScalarType compute_dtype() const;  // matrix products' and attention's (ModelOptions)
 
   // Final-norm hidden states [B, T, hidden] of token ids [B, T] (int64; moved to the device): the
   // trunk a value head goes on. Differentiable when the parameters require grad. With
   // `recompute` only each layer's input is kept for the backward pass, which runs the layer
-  // again (the model must outlive that backward pass).
+  // again (the model must outlive that backward pass). With a compute dtype below the
+  // parameters' (mixed precision) the residual stream, the norms and the result stay in the
+  // parameters' dtype; projections, attention and the MLP run in the compute dtype on copies of
+  // the weights cast as each layer runs, through which gradients reach the parameters.
   at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options = {}) const;
 
   // Next-token scores: logprobs[b, t] = log p(input_ids[b, t+1] | input_ids[b, ..t]), [B, T-1],

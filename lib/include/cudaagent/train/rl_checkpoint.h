@@ -35,6 +35,9 @@ struct RunState {
   std::uint64_t metrics_bytes = 0;  // length of metrics.jsonl when the checkpoint was taken
   int world_size = 1;
   std::string reference_spec;  // ppo: the frozen reference model (for resuming)
+  // The models' compute dtype ("float32", "bfloat16"); checkpoints from before it existed were
+  // float32 runs.
+  std::string compute_dtype = "float32";
 };
 
 // What one checkpoint holds, by name: models saved by rank 0 and optimisers saved per rank.

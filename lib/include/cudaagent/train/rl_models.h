@@ -7,6 +7,7 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <memory>
@@ -55,22 +56,37 @@ class ToyPolicyModel : public PolicyModel {
   std::unique_ptr<Weights> weights_;
 };
 
+// Every loader takes a compute dtype: the parameters stay float32 (the optimiser's master
+// weights) and a causal LM runs its forward and backward products in `compute` (mixed
+// precision, train::ModelOptions::compute_dtype); losses and the value head stay float32. The
+// toy model computes in float32 only and refuses anything else.
+
 // Loads an actor (or reference) model: a directory written by PolicyModel::save, a Hugging Face
 // Qwen2/Llama checkpoint directory, or a toy spec.
-Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device);
+Result<std::unique_ptr<PolicyModel>> load_policy_model(const std::string& spec, c10::Device device,
+                                                       c10::ScalarType compute = c10::kFloat);
 
 // Loads a critic: a directory written by ValueModel::save, or, from a causal LM's directory or
 // spec, that model's trunk with a new value head initialised to zero (so the first values are 0).
-Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device);
+Result<std::unique_ptr<ValueModel>> load_value_model(const std::string& spec, c10::Device device,
+                                                     c10::ScalarType compute = c10::kFloat);
+
+// True for a toy spec or a directory holding a toy model (or no readable config.json).
+bool is_toy_model(const std::string& spec);
 
 // The models over train::CausalLm (lib/train/rl_causal_lm.cpp), for a directory whose config.json
 // names a Hugging Face model type. The value model is the trunk plus a linear head on the final
 // hidden states, read from value_head.safetensors when the directory has one (a critic this code
 // saved), else new and zero.
 Result<std::unique_ptr<PolicyModel>> load_causal_lm_policy(const std::string& directory,
-                                                           c10::Device device);
+                                                           c10::Device device,
+                                                           c10::ScalarType compute = c10::kFloat);
 Result<std::unique_ptr<ValueModel>> load_causal_lm_value(const std::string& directory,
-                                                         c10::Device device);
+                                                         c10::Device device,
+                                                         c10::ScalarType compute = c10::kFloat);
+
+// "float32", "bfloat16", "float16": the names train::parse_compute_dtype reads.
+const char* compute_dtype_name(c10::ScalarType dtype);
 
 // "cpu", "cuda", "cuda:1".
 Result<c10::Device> parse_device(const std::string& name);

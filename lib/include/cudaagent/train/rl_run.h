@@ -23,6 +23,10 @@ struct RlRunOptions {
   CommonOptions common;          // inputs, --errors, -q, --max-bad-lines, --max-record-bytes
   std::string run_directory;     // --run
   std::string device = "cpu";    // --device
+  // --compute-dtype auto|float32|bfloat16: the dtype of the models' forward and backward products
+  // (weights and optimiser state stay float32). auto: bfloat16 for a causal LM on CUDA, else
+  // float32; a resumed run keeps the dtype its checkpoint records.
+  std::string compute_dtype = "auto";
   int threads = 0;               // --threads; 0: torch's default
   std::uint64_t seed = 1;        // --seed: data order and minibatch shuffling
   int data_epochs = 1;           // --epochs: passes over the input trajectories
