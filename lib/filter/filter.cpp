@@ -423,6 +423,8 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
 
 }  // namespace
 
+// The check job, then the timing job for a task that passed it, each returning through infra() when
+// the machinery fails: kept in one function so that the order of the jobs reads top to bottom.
 FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   const auto started = SteadyClock::now();
   FilterOutcome outcome;

@@ -80,6 +80,8 @@ ProfileOutcome ProfileEvidence::decide() {
                                     " candidate calls checked)");
 }
 
+// The record's "profile" value, field after field in the order cudaagent-records(5) lists them:
+// one writer, so the record's layout reads top to bottom.
 ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   const ProfileSettings& s = *settings;
   std::string out;

@@ -106,6 +106,36 @@ Status Measurement::warm_up(const std::string& arm, const std::string& model, st
   }
 }
 
+// The rounds: every model on the same fresh seeds in a random order, each round; the host times of
+// the calls not audited, per model and round, into `raw`.
+Status Measurement::rounds(const std::vector<std::string>& models, int calls,
+                           std::map<std::string, RoundSamples>& raw) {
+  for (int round = 0; round < s_.rounds; ++round) {
+    const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
+    std::vector<std::string> order = models;
+    std::shuffle(order.begin(), order.end(), rng_);
+    std::map<std::string, std::vector<double>> host;
+    for (const std::string& model : order) {
+      const bool candidate_arm = model == "candidate" || model == kCandidateNull;
+      const std::string arm = candidate_arm ? "candidate" : "baseline";
+      auto done = batch(arm, model == kCandidateNull ? "null" : model, seeds, s_.call_timeout_seconds);
+      if (!done) return done.status();
+      if (!done.value()) {
+        if (evidence_.outcome) return Status::ok();
+        return Status::error("the " + model + " baseline stopped during round " + std::to_string(round));
+      }
+      for (const CallResult& call : done.value()->calls) {
+        if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
+      }
+      if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
+    }
+    evidence_.call_cost_ms.push_back(median_of(host["null"]));
+    evidence_.candidate_call_cost_ms.push_back(median_of(host[kCandidateNull]));
+    for (auto& [model, times] : host) raw[model].push_back(std::move(times));
+  }
+  return Status::ok();
+}
+
 Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compile_available) {
   const bool fresh = !cached.has_value();
   std::vector<std::string> models = {"null", "candidate"};
@@ -137,34 +167,14 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
                                     s_.min_calls, s_.max_calls, 0, 0);
   evidence_.baselines.calls_per_round = calls;
 
-  std::map<std::string, RoundSamples> raw;
-  std::vector<double> null_pool, candidate_null_pool;
   // The null model in the candidate's own process too: reported, not removed (see evidence.cpp).
   models.push_back(kCandidateNull);
-  for (int round = 0; round < s_.rounds; ++round) {
-    const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
-    std::vector<std::string> order = models;
-    std::shuffle(order.begin(), order.end(), rng_);
-    std::map<std::string, std::vector<double>> host;
-    for (const std::string& model : order) {
-      const bool candidate_arm = model == "candidate" || model == kCandidateNull;
-      const std::string arm = candidate_arm ? "candidate" : "baseline";
-      auto done = batch(arm, model == kCandidateNull ? "null" : model, seeds, s_.call_timeout_seconds);
-      if (!done) return done.status();
-      if (!done.value()) {
-        if (evidence_.outcome) return Status::ok();
-        return Status::error("the " + model + " baseline stopped during round " + std::to_string(round));
-      }
-      for (const CallResult& call : done.value()->calls) {
-        if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
-      }
-      if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
-    }
-    evidence_.call_cost_ms.push_back(median_of(host["null"]));
-    evidence_.candidate_call_cost_ms.push_back(median_of(host[kCandidateNull]));
-    null_pool.insert(null_pool.end(), host["null"].begin(), host["null"].end());
-    candidate_null_pool.insert(candidate_null_pool.end(), host[kCandidateNull].begin(), host[kCandidateNull].end());
-    for (auto& [model, times] : host) raw[model].push_back(times);
+  std::map<std::string, RoundSamples> raw;
+  if (Status status = rounds(models, calls, raw); !status || evidence_.outcome) return status;
+  std::vector<double> null_pool, candidate_null_pool;
+  for (const auto& round : raw["null"]) null_pool.insert(null_pool.end(), round.begin(), round.end());
+  for (const auto& round : raw[kCandidateNull]) {
+    candidate_null_pool.insert(candidate_null_pool.end(), round.begin(), round.end());
   }
   const double cost = low_quantile(null_pool);
   evidence_.call_cost_removed_ms = cost;

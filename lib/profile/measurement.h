@@ -80,6 +80,7 @@ class Measurement {
   Result<std::optional<CallBatch>> batch(const std::string& arm, const std::string& model,
                                          const std::vector<std::uint64_t>& seeds, double timeout);
   Status warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms);
+  Status rounds(const std::vector<std::string>& models, int calls, std::map<std::string, RoundSamples>& raw);
 
   const ProfileSettings& s_;
   Evaluator& evaluator_;

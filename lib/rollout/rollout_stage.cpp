@@ -1,6 +1,6 @@
 // The rollout tool's plumbing: flags, reading tasks, the evaluator and the two sandboxes (the
-// evaluator's, with the GPU; the agent's shell, without), the episode workers, the store and the
-// output. The loop itself is episode.cpp.
+// evaluator's, with the GPU; the agent's shell, without), the store and the output. The episode
+// workers are episode_runner.cpp, the loop itself episode.cpp.
 #include "cudaagent/rollout/rollout_stage.h"
 
 #include <simdjson.h>
@@ -21,6 +21,7 @@
 #include "cudaagent/records/result_store.h"
 #include "cudaagent/sandbox/process.h"
 #include "cudaagent/sandbox/runner.h"
+#include "episode_runner.h"
 
 namespace cudaagent::rollout {
 namespace {
@@ -31,13 +32,6 @@ struct TaskInput {
   std::string id, model_py, record_json, source;
   std::uint64_t line = 0;
 };
-
-std::string duration_text(double seconds) {
-  const long s = static_cast<long>(seconds);
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
-  return std::to_string(s / 3600) + "h" + std::to_string((s % 3600) / 60) + "m";
-}
 
 // A KernelBench-style task file: its bytes become the task; the id is their hash.
 TaskInput task_from_python(const std::string& path, const std::string& model_py) {
@@ -117,6 +111,8 @@ Result<std::string> extra_members(const std::string& json) {
 
 }  // namespace
 
+// One option after another, as --help lists them: a table, kept in one place so that it reads as
+// the help does.
 void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
   add_common_flags(app, o.common);
   EpisodeSettings& e = o.episode;
@@ -252,26 +248,38 @@ void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
   });
 }
 
-Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
-  (void)become_child_subreaper();
-  EpisodeSettings& e = o.episode;
-  const bool replay = o.policy.rfind("replay:", 0) == 0;
+namespace {
+
+// The model side: a replay script, or the server's endpoint with its key and retries.
+struct PolicySource {
+  bool replay = false;
   std::shared_ptr<const ReplayScript> script;
-  if (replay) {
+  llm::ChatEndpoint endpoint;
+};
+
+Result<PolicySource> policy_source(const RolloutOptions& o) {
+  PolicySource source;
+  source.replay = o.policy.rfind("replay:", 0) == 0;
+  if (source.replay) {
     auto loaded = load_replay_script(o.policy.substr(7));
     if (!loaded) return loaded.status();
-    script = std::make_shared<const ReplayScript>(std::move(loaded).value());
+    source.script = std::make_shared<const ReplayScript>(std::move(loaded).value());
   }
-  llm::ChatEndpoint endpoint;
-  endpoint.url = o.endpoint;
-  endpoint.timeout_seconds = o.request_timeout;
-  endpoint.retry = RetryPolicy{o.retries, o.backoff, 30.0};
+  source.endpoint.url = o.endpoint;
+  source.endpoint.timeout_seconds = o.request_timeout;
+  source.endpoint.retry = RetryPolicy{o.retries, o.backoff, 30.0};
   if (!o.api_key_env.empty()) {
     const char* key = std::getenv(o.api_key_env.c_str());
-    if (key == nullptr)
-      return Status::error("environment variable " + o.api_key_env + " (--api-key-env) is not set");
-    endpoint.api_key = key;
+    if (key == nullptr) return Status::error("environment variable " + o.api_key_env + " (--api-key-env) is not set");
+    source.endpoint.api_key = key;
   }
+  return source;
+}
+
+// The episode settings that follow from the flags: the request's extra members, token ids, the
+// policy's name, the work folder and the skill document.
+Status configure_episode(RolloutOptions& o, bool replay) {
+  EpisodeSettings& e = o.episode;
   auto members = extra_members(o.extra_body);
   if (!members) return members.status();
   e.extra_members = members.value();
@@ -285,75 +293,113 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   e.endpoint = replay ? "" : llm::chat_completions_url(o.endpoint);
   e.work_dir = fs::absolute(e.work_dir).string();
   const std::string skill_path = o.skill_path.empty() ? share_dir() + "/skill/SKILL.md" : o.skill_path;
-  if (!read_whole_file(skill_path, e.skill_text))
-    return Status::error("cannot read the skill document '" + skill_path + "'");
+  if (!read_whole_file(skill_path, e.skill_text)) return Status::error("cannot read the skill document '" + skill_path + "'");
+  return Status::ok();
+}
 
-  // Tasks first: a usage problem in the input shows before anything starts.
-  std::vector<TaskInput> tasks;
-  std::string error_records;
-  std::uint64_t bad_lines = 0;
-  if (auto read = read_tasks(o.common, session.stop_signal, tasks, error_records, bad_lines); !read)
-    return read;
-  if (o.common.max_bad_lines >= 0 && bad_lines > static_cast<std::uint64_t>(o.common.max_bad_lines)) {
-    return Status::error(std::to_string(bad_lines) + " malformed input lines, more than --max-bad-lines");
-  }
-
-  // The evaluator (verify, profile: the GPU) and the agent's shell (no GPU).
+// The evaluator behind the workspace's shims (verify and profile, with the GPU), set as
+// cudaagent-verify and cudaagent-profile set theirs, so an episode's verify and profile values are
+// what those tools would write for the same workspace.
+Result<std::unique_ptr<LocalEvaluator>> make_evaluator(RolloutOptions& o, const TorchEnv& torch, Session& session) {
   LocalEvaluatorSettings& ev = o.evaluator;
   ev.verify.device = ev.profile.device = o.device;
   ev.verify.python = ev.profile.python = o.python;
   ev.verify.cache_dir = ev.profile.cache_dir = o.cache_dir;
   ev.verify.build.cuda_arch = ev.profile.build.cuda_arch = o.arch;
-  auto torch = find_torch_for_device(o.python, o.cache_dir.empty() ? cache_dir() : o.cache_dir, o.device);
-  if (!torch) return torch.status();
-  if (auto status = make_sandbox_hook(o.sandbox, torch.value(), o.device, session, ev.verify.sandbox,
-                                      ev.verify.sandbox_summary);
+  if (auto status = make_sandbox_hook(o.sandbox, torch, o.device, session, ev.verify.sandbox, ev.verify.sandbox_summary);
       !status) {
     return status;
   }
   ev.profile.sandbox = ev.verify.sandbox;
   ev.profile.sandbox_summary = ev.verify.sandbox_summary;
-  // The rest as cudaagent-verify and cudaagent-profile set it, so an episode's verify and profile
-  // values are what those tools would write for the same workspace.
   auto user = resolve_candidate_user(o.candidate_user, static_cast<bool>(ev.verify.sandbox));
   if (!user) return Status::error("--candidate-user: " + user.status().message());
   ev.verify.candidate_user = ev.profile.candidate_user = user.value();
   ev.verify.stop = ev.profile.stop = &session.stop_signal;
-  auto evaluator = LocalEvaluator::create(ev);
-  if (!evaluator) return evaluator.status();
-  SandboxRequest shell_request;
-  shell_request.bwrap = o.sandbox.bwrap;
-  shell_request.allow_unsandboxed = o.sandbox.allow_unsandboxed;
-  shell_request.no_sandbox = o.sandbox.no_sandbox;
-  shell_request.read_only = torch_runtime_paths(torch.value());
-  auto shell_sandbox = choose_sandbox(shell_request, session.log);
-  if (!shell_sandbox) return shell_sandbox.status();
-  e.sandbox = shell_sandbox.value().wrap;
-  e.sandbox_summary = shell_sandbox.value().summary;
-  e.shell_path = fs::path(torch.value().python).parent_path().string() +
-                 ":/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
+  return LocalEvaluator::create(ev);
+}
+
+// The agent's own shell: a sandbox without the GPU, torch readable, limits on files.
+Status configure_shell(RolloutOptions& o, const TorchEnv& torch, Session& session) {
+  SandboxRequest request;
+  request.bwrap = o.sandbox.bwrap;
+  request.allow_unsandboxed = o.sandbox.allow_unsandboxed;
+  request.no_sandbox = o.sandbox.no_sandbox;
+  request.read_only = torch_runtime_paths(torch);
+  auto sandbox = choose_sandbox(request, session.log);
+  if (!sandbox) return sandbox.status();
+  EpisodeSettings& e = o.episode;
+  e.sandbox = sandbox.value().wrap;
+  e.sandbox_summary = sandbox.value().summary;
+  e.shell_path = fs::path(torch.python).parent_path().string() + ":/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
   e.shell_limits.file_size_bytes = std::uint64_t{1} << 30;
   e.shell_limits.open_files = 4096;
+  return Status::ok();
+}
 
-  // The episodes, and those the store already holds.
-  struct Planned {
-    EpisodeTask task;
-    std::uint64_t line = 0;
-  };
-  std::vector<Planned> planned;
+// Every episode of every task: --episodes-per-task samples each, with their ids.
+std::vector<PlannedEpisode> plan_episodes(const std::vector<TaskInput>& tasks, const RolloutOptions& o) {
+  std::vector<PlannedEpisode> planned;
   for (const TaskInput& input : tasks) {
     for (int sample = 0; sample < o.episodes_per_task; ++sample) {
-      Planned p;
+      PlannedEpisode p;
       p.task.task_id = input.id;
       p.task.model_py = input.model_py;
       p.task.record_json = input.record_json;
       p.task.source = input.source;
       p.task.sample = sample;
-      p.task.episode_id = episode_id(input.id, input.model_py, sample, e);
+      p.task.episode_id = episode_id(input.id, input.model_py, sample, o.episode);
       p.line = input.line;
       planned.push_back(std::move(p));
     }
   }
+  return planned;
+}
+
+// The episodes the store does not hold yet; those it holds are written to the output at once.
+Result<std::vector<PlannedEpisode>> not_in_store(std::vector<PlannedEpisode> planned, ResultStore* store,
+                                                 RecordSink& output, std::size_t& from_store) {
+  std::vector<PlannedEpisode> todo;
+  for (PlannedEpisode& p : planned) {
+    if (store != nullptr) {
+      auto found = store->find(p.task.episode_id);
+      if (!found) return found.status();
+      if (found.value()) {
+        if (auto s = output.write(*found.value() + "\n"); !s) return s;
+        ++from_store;
+        continue;
+      }
+    }
+    todo.push_back(std::move(p));
+  }
+  return todo;
+}
+
+}  // namespace
+
+Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
+  (void)become_child_subreaper();
+  auto source = policy_source(o);
+  if (!source) return source.status();
+  if (Status configured = configure_episode(o, source.value().replay); !configured) return configured;
+
+  // Tasks first: a usage problem in the input shows before anything starts.
+  std::vector<TaskInput> tasks;
+  std::string error_records;
+  std::uint64_t bad_lines = 0;
+  if (auto read = read_tasks(o.common, session.stop_signal, tasks, error_records, bad_lines); !read) return read;
+  if (o.common.max_bad_lines >= 0 && bad_lines > static_cast<std::uint64_t>(o.common.max_bad_lines)) {
+    return Status::error(std::to_string(bad_lines) + " malformed input lines, more than --max-bad-lines");
+  }
+
+  // The evaluator (verify, profile: the GPU) and the agent's shell (no GPU).
+  auto torch = find_torch_for_device(o.python, o.cache_dir.empty() ? cache_dir() : o.cache_dir, o.device);
+  if (!torch) return torch.status();
+  auto evaluator = make_evaluator(o, torch.value(), session);
+  if (!evaluator) return evaluator.status();
+  if (Status shell = configure_shell(o, torch.value(), session); !shell) return shell;
+
+  // The outputs, and the episodes the store already holds.
   auto sink = RecordSink::open(o.common.output);
   if (!sink) return sink.status();
   std::optional<RecordSink> error_sink;
@@ -365,125 +411,40 @@ Result<StageEnd> run_rollout(RolloutOptions& o, Session& session) {
   RecordSink& errors_out = error_sink ? *error_sink : sink.value();
   if (auto s = errors_out.write(error_records); !s) return s;
   std::optional<ResultStore> store;
-  std::vector<Planned> todo;
-  std::size_t from_store = 0;
   if (!o.common.db.empty()) {
     auto opened = ResultStore::open(o.common.db);
     if (!opened) return opened.status();
     store.emplace(std::move(opened).value());
   }
-  for (Planned& p : planned) {
-    if (store) {
-      auto found = store->find(p.task.episode_id);
-      if (!found) return found.status();
-      if (found.value()) {
-        if (auto s = sink.value().write(*found.value() + "\n"); !s) return s;
-        ++from_store;
-        continue;
-      }
-    }
-    todo.push_back(std::move(p));
-  }
+  const std::vector<PlannedEpisode> planned = plan_episodes(tasks, o);
+  std::size_t from_store = 0;
+  auto todo = not_in_store(planned, store ? &*store : nullptr, sink.value(), from_store);
+  if (!todo) return todo.status();
   if (auto s = sink.value().flush(); !s)
     return sink.value().pipe_closed() ? Result<StageEnd>(StageEnd::kPipeClosed) : Result<StageEnd>(s);
-  session.log.info(std::to_string(tasks.size()) + " tasks, " + std::to_string(planned.size()) +
-                   " episodes (" + std::to_string(from_store) + " already in the store), " +
-                   std::to_string(o.common.jobs) + " at once; torch " + torch.value().torch_version +
-                   ", sandbox: " + e.sandbox_summary);
+  session.log.info(std::to_string(tasks.size()) + " tasks, " + std::to_string(planned.size()) + " episodes (" +
+                   std::to_string(from_store) + " already in the store), " + std::to_string(o.common.jobs) +
+                   " at once; torch " + torch.value().torch_version + ", sandbox: " + o.episode.sandbox_summary);
 
-  // The workers: each takes the next episode, runs it, and writes its record.
-  std::mutex output_mutex;
-  std::atomic<std::size_t> next{0};
-  std::size_t done = 0, failed = 0;
-  double reward_sum = 0;
-  std::size_t rewarded = 0;
-  Status failure = Status::ok();
-  bool pipe_closed = false;
-  const double started = session.clock.now_seconds();
-  auto worker = [&] {
-    for (;;) {
-      if (session.stop_signal.load() != 0) return;
-      {
-        std::lock_guard<std::mutex> lock(output_mutex);
-        if (!failure || pipe_closed) return;
-      }
-      const std::size_t index = next.fetch_add(1);
-      if (index >= todo.size()) return;
-      const Planned& p = todo[index];
-      std::unique_ptr<Policy> policy;
-      if (replay) {
-        policy = std::make_unique<ReplayPolicy>(script);
-      } else {
-        policy = std::make_unique<ServerPolicy>(
-            endpoint,
-            [&session, id = p.task.episode_id](const std::string& line) {
-              session.log.warn("episode " + id.substr(0, 12) + ": " + line);
-            },
-            e.token_prompts);
-      }
-      EpisodeSettings settings = e;
-      if (e.sampling.seed) {
-        settings.sampling.seed =
-            (*e.sampling.seed + std::stoll(p.task.episode_id.substr(0, 12), nullptr, 16)) & 0x7fffffff;
-      }
-      EpisodeResult result;
-      try {  // simdjson and the standard library may throw; one episode must not end the run
-        result = run_episode(p.task, settings, *policy, *evaluator.value(), session.stop_signal, session.log);
-      } catch (const std::exception& error) {
-        result = EpisodeResult{};
-        result.error = std::string("internal error: ") + error.what();
-      }
-      std::lock_guard<std::mutex> lock(output_mutex);
-      if (!result.finished && result.error.empty()) return;  // stopped: not written, done again on resume
-      ++done;
-      Status written = Status::ok();
-      if (!result.error.empty()) {
-        ++failed;
-        std::string line;
-        append_error_record(line, {"rollout", p.task.source, p.line}, result.error, {}, p.task.episode_id);
-        written = errors_out.write(line);
-        if (written) written = errors_out.flush();
-        session.log.warn("episode " + p.task.episode_id.substr(0, 12) + " could not run: " + result.error);
-      } else {
-        if (store) {
-          const StoredResult row{p.task.episode_id, "rollout", p.task.episode_id,
-                                 result.record.substr(0, result.record.size() - 1)};
-          if (auto put = store->put_batch(std::span<const StoredResult>(&row, 1)); !put)
-            written = put.status();
-        }
-        if (written) written = sink.value().write(result.record);
-        if (written) written = sink.value().flush();
-        if (result.reward) {
-          reward_sum += *result.reward;
-          ++rewarded;
-        }
-        const double elapsed = session.clock.now_seconds() - started;
-        // Episodes finish at the rate seen so far, whatever the parallelism.
-        const double eta = elapsed / static_cast<double>(done) * static_cast<double>(todo.size() - done);
-        char mean[32];
-        std::snprintf(mean, sizeof mean, "%.2f", rewarded ? reward_sum / static_cast<double>(rewarded) : 0.0);
-        session.log.info("episode " + std::to_string(done) + "/" + std::to_string(todo.size()) + " (task " +
-                         p.task.task_id.substr(0, 12) + ", sample " + std::to_string(p.task.sample) +
-                         "): " + result.verdict + ", reward " +
-                         (result.reward ? std::to_string(*result.reward).substr(0, 5) : std::string("none")) +
-                         ", " + std::to_string(result.turns) + " turns, " + result.finish_reason + ", " +
-                         duration_text(result.seconds) + "; mean reward " + mean + "; ETA " +
-                         duration_text(eta));
-      }
-      if (!written) {
-        if (sink.value().pipe_closed()) pipe_closed = true;
-        if (failure) failure = written;
-      }
-    }
+  EpisodeRun run;
+  run.settings = &o.episode;
+  const PolicySource& policy = source.value();
+  run.make_policy = [&policy, &session, &o](const std::string& id) -> std::unique_ptr<Policy> {
+    if (policy.replay) return std::make_unique<ReplayPolicy>(policy.script);
+    return std::make_unique<ServerPolicy>(
+        policy.endpoint,
+        [&session, id](const std::string& line) { session.log.warn("episode " + id.substr(0, 12) + ": " + line); },
+        o.episode.token_prompts);
   };
-  std::vector<std::thread> threads;
-  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.common.jobs, 1)),
-                                                  std::max<std::size_t>(todo.size(), 1));
-  for (std::size_t i = 0; i < count; ++i) threads.emplace_back(worker);
-  for (std::thread& thread : threads) thread.join();
-  if (pipe_closed) return StageEnd::kPipeClosed;
-  if (!failure) return failure;
-  session.log.info(std::to_string(done) + " episodes run, " + std::to_string(failed) + " could not run, " +
+  run.evaluator = evaluator.value().get();
+  run.output = &sink.value();
+  run.errors = &errors_out;
+  run.store = store ? &*store : nullptr;
+  run.jobs = o.common.jobs;
+  const EpisodeRunEnd end = run_episodes(todo.value(), run, session);
+  if (end.pipe_closed) return StageEnd::kPipeClosed;
+  if (!end.failure) return end.failure;
+  session.log.info(std::to_string(end.done) + " episodes run, " + std::to_string(end.failed) + " could not run, " +
                    std::to_string(from_store) + " from the store");
   if (error_sink) {
     if (auto s = error_sink->commit(); !s) return s;

@@ -191,6 +191,8 @@ ToolResult ToolBox::call(const llm::ToolCall& call, const std::atomic<int>& stop
   return result;
 }
 
+// One branch per tool, reading its arguments: the table of the nine tools, kept in one switch-like
+// chain so that every tool's arguments are read the same way in one place.
 ToolResult ToolBox::dispatch(const llm::ToolCall& call, const std::atomic<int>& stop) {
   if (call.name.empty()) {
     return ToolResult::fail("malformed tool call: expected {\"name\": ..., \"arguments\": {...}}, got: " +

@@ -107,6 +107,30 @@ std::string relative_to(const std::string& base, const std::string& path) {
   return path.size() > base.size() ? path.substr(base.size() + 1) : std::string();
 }
 
+// A file's lines (begin and end offsets) and the indices of those the pattern matches; a line the
+// pattern is too expensive on counts as not matching and sets `too_complex`.
+struct FileHits {
+  std::vector<std::pair<std::size_t, std::size_t>> lines;
+  std::vector<std::size_t> hits;
+};
+
+FileHits find_hits(const detail::Regex& regex, const std::string& text, bool& too_complex) {
+  FileHits found;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    found.lines.emplace_back(start, end);
+    start = end + 1;
+  }
+  for (std::size_t i = 0; i < found.lines.size(); ++i) {
+    const auto [begin, end] = found.lines[i];
+    const auto match = regex.search(std::string_view(text).substr(begin, end - begin));
+    if (match == detail::Regex::Match::kYes) found.hits.push_back(i);
+    if (match == detail::Regex::Match::kTooExpensive) too_complex = true;
+  }
+  return found;
+}
+
 }  // namespace
 
 ToolResult WorkspaceFiles::glob(const std::string& pattern, const std::string& path) {
@@ -189,21 +213,9 @@ ToolResult WorkspaceFiles::grep(const GrepArgs& args) {
     if (!bytes) continue;
     const std::string& text = bytes.value();
     if (text.find('\0') != std::string::npos) continue;  // binary
-    // The lines of the file, then which of them match.
-    std::vector<std::pair<std::size_t, std::size_t>> lines;
-    for (std::size_t start = 0; start < text.size();) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      lines.emplace_back(start, end);
-      start = end + 1;
-    }
-    std::vector<std::size_t> hits;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      const auto match = regex.value().search(
-          std::string_view(text).substr(lines[i].first, lines[i].second - lines[i].first));
-      if (match == detail::Regex::Match::kYes) hits.push_back(i);
-      if (match == detail::Regex::Match::kTooExpensive) too_complex = true;
-    }
+    const FileHits found = find_hits(regex.value(), text, too_complex);
+    const auto& lines = found.lines;
+    const auto& hits = found.hits;
     if (hits.empty()) continue;
     ++files_matched;
     if (mode == "files_with_matches") {

@@ -353,6 +353,8 @@ Result<StageEnd> list_catalog(const SynthOptions& o) {
 
 }  // namespace
 
+// One option after another, as --help lists them: a table, kept in one place so that it reads as
+// the help does.
 void add_synth_flags(CLI::App& app, SynthOptions& o) {
   o.common.versions = llm_versions();
   o.common.makes_records = true;  // the start of a pipeline: it takes the Slurm array task's shard
