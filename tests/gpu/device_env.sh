@@ -2,7 +2,7 @@
 # Sourced on a GPU machine that is not Debian 12, to run binaries built here.
 #   source tests/gpu/device_env.sh DEPS_DIR BIN_DIR
 # DEPS_DIR holds Debian 12 .deb files (bubblewrap, jq, ...) and lib/ with the shared libraries
-# the binaries link (copied from the build machine). The .debs are unpacked under /tmp/deps;
+# the binaries link (copied from the build machine by tests/gpu/make_deps.sh). The .debs are unpacked under /tmp/deps;
 # of lib/, only the libraries the machine lacks are put on LD_LIBRARY_PATH, so the machine's own
 # libssl, libcurl and the like stay in charge of everything else (the Python that verify starts
 # inherits none of this: the sandbox passes a fixed environment).

@@ -2,7 +2,7 @@
 # The GPU checks of the open work, in phases that each fit one device call (10 minutes), so a
 # session's 30 minutes of device time go to two or three calls (choose the phases it needs). Run
 # from the repository root on the GPU machine, with the binaries built here on Debian 12 and
-# carried (build/layout/bin, .deps: see tests/gpu/device_env.sh; .deps/train for `train`, made by
+# carried (build/layout/bin, .deps: made by tests/gpu/make_deps.sh; .deps/train for `train`, made by
 # tests/gpu/train/fetch_debs.sh; .anchor for CUDA Agent's workspace in `timing`).
 #
 #   tests/gpu/lease_h200.sh checks BIN OUT   cudaagent-train built against the machine's torch (in
