@@ -1,13 +1,18 @@
-// Helpers shared by the unit tests: temporary directories and files, and parsing JSON text back.
+// Helpers shared by the unit tests: temporary directories and files, parsing JSON text back, and
+// finding python3 on PATH.
 #pragma once
 
 #include <simdjson.h>
 
 #include "cudaagent/base/files.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -54,6 +59,16 @@ inline bool is_valid_json(const std::string& text) {
   simdjson::dom::parser parser;
   simdjson::dom::element ignored;
   return parser.parse(text).get(ignored) == simdjson::SUCCESS;
+}
+
+// python3 found on PATH the way a shell would (the policy helpers are started with no PATH).
+inline std::string python3_on_path() {
+  std::istringstream path(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin");
+  for (std::string dir; std::getline(path, dir, ':');) {
+    const std::string candidate = dir + "/python3";
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "/usr/bin/python3";
 }
 
 }  // namespace cudaagent::testing

@@ -22,15 +22,7 @@ using cudaagent::Verdict;
 
 namespace {
 
-// check_python_policy gives the helper no PATH: find python3 the way a shell would.
-std::string python3() {
-  std::istringstream path(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    const std::string candidate = dir + "/python3";
-    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "/usr/bin/python3";
-}
+std::string python3() { return cudaagent::testing::python3_on_path(); }
 
 const std::string& script() {
   static const std::string path = std::string(CUDAAGENT_SOURCE_DIR) + "/share/harness/model_policy.py";

@@ -28,15 +28,7 @@ namespace {
 
 const std::string kSource = CUDAAGENT_SOURCE_DIR;
 
-// The helper gets no PATH: python3 found the way a shell would.
-std::string python3() {
-  std::istringstream path(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    const std::string candidate = dir + "/python3";
-    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "/usr/bin/python3";
-}
+std::string python3() { return cudaagent::testing::python3_on_path(); }
 
 StaticPolicy policy(bool python_policy = true) {
   auto loaded = cudaagent::load_static_policy(python_policy, python3(), kSource + "/share");
