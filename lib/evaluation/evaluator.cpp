@@ -206,13 +206,21 @@ Evaluator::~Evaluator() {
   if (state_) state_->end_task();
 }
 
+Result<double> call_spin_ms(const std::string& call_wait, const std::string& device) {
+  if (call_wait == "spin") return kCallSpinMs;
+  if (call_wait == "block") return 0.0;
+  if (call_wait == "auto") return device == "cpu" ? 0.0 : kCallSpinMs;
+  return Status::error("unknown call wait " + cudaagent::quoted(call_wait) + " (auto, spin or block)");
+}
+
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
+  if (auto spin = call_spin_ms(settings.call_wait, settings.device); !spin) return spin.status();
   auto state = std::make_unique<State>();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   state->harness = share_dir() + "/harness";
   std::string hashed;
   for (const char* name : {"session_owner.py", "session_runner.py", "session_layout.py", "compare.py",
-                           "shared_buffers.py", "operator_audit.py", "confine.py", "worker.py"}) {
+                           "shared_buffers.py", "operator_audit.py", "confine.py", "worker.py", "call_wait.py"}) {
     std::string bytes;
     if (!read_whole_file(state->harness + "/" + name, bytes)) {
       return Status::error("cannot read the harness script '" + state->harness + "/" + name + "'");
@@ -295,8 +303,11 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
       !write_file_atomically(st.task_path, model_py)) {
     return Status::error("cannot write the task into " + cudaagent::quoted(task_dir));
   }
-  auto session = st.owner_worker->open_session(
-      st.job("session_owner.py", {"--task", st.task_path, "--device", st.settings.device}));
+  auto spin_ms = call_spin_ms(st.settings.call_wait, st.settings.device);
+  if (!spin_ms) return spin_ms.status();
+  auto session = st.owner_worker->open_session(st.job(
+      "session_owner.py",
+      {"--task", st.task_path, "--device", st.settings.device, "--spin-ms", std::to_string(spin_ms.value())}));
   if (!session) return session.status();
   st.owner.emplace(std::move(session).value());
   const std::uint64_t seed = fresh_seeds(1).front();

@@ -5,6 +5,7 @@
 
 #include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/version.h"
+#include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/profile/timing_report.h"
 #include "measurement.h"
 
@@ -121,7 +122,9 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   // sample (the null calls' 10th percentile).
   json.key("call_cost").begin_object().key("round_medians_ms");
   write_list(json, call_cost_ms);
-  json.field("removed_ms", call_cost_removed_ms).key("owner_ms").begin_object();
+  json.field("removed_ms", call_cost_removed_ms);
+  const auto spin_ms = call_spin_ms(settings->call_wait, settings->device);
+  json.field("wait", spin_ms && spin_ms.value() > 0 ? "spin" : "block").key("owner_ms").begin_object();
   for (const auto& [name, ms] : owner_ms) json.field(name, ms);
   json.end_object();
   // The candidate's runner's own cost of a call: where its process costs more than the
@@ -163,7 +166,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   if (verdict != Verdict::kPass && !candidate_stderr.empty()) json.field("candidate_stderr", candidate_stderr);
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
-  json.field("max_speedup", s.flags.max_speedup);
+  json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());

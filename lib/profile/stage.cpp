@@ -188,6 +188,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--compile-mode", s.compile_mode, "torch.compile mode of the compile baseline, or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "none"}));
+  app.add_option("--call-wait", s.call_wait, "How the session's processes wait for a call's "
+                 "messages: spin (microsecond wake-ups, a busy core each), block, or auto (spin "
+                 "on a GPU)")->capture_default_str()->check(CLI::IsMember({"auto", "spin", "block"}));
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")

@@ -8,7 +8,9 @@ maps read-only and an output buffer it maps read-write. A call is: the owner dra
 from a seed in its private memory and computes the reference output (both before its clock starts),
 flushes the L2 cache, fills the output buffer with values no right answer has, starts its clock,
 copies the inputs into the shared buffer, tells the runner "call", waits for its reply, stops its
-clock, then compares the output buffer with the reference on the device. Every call is timed and
+clock, then compares the output buffer with the reference on the device. Both sides may spin on
+the call's two messages before they block (--spin-ms, call_wait.py): the wake-ups inside the clock
+are then microseconds, not tens of them. Every call is timed and
 checked the same way, so a runner cannot tell a timed call from a checked one; inputs exist in memory
 the runner can see only inside the owner's clock; and what the owner checks is memory it reads
 itself, not a report.
@@ -47,6 +49,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import call_wait  # noqa: E402
 import compare  # noqa: E402
 import shared_buffers  # noqa: E402
 from session_layout import flatten, layout_of, structure_of, views  # noqa: E402
@@ -201,7 +204,7 @@ class Owner:
         arm.out_views = views(self.torch, outputs, self.output_layout)
         layout = {"device": self.device, "input_bytes": inputs.size, "output_bytes": outputs.size,
                   "inputs": self.input_layout, "outputs": self.output_layout,
-                  "output_structure": self.output_structure}
+                  "output_structure": self.output_structure, "spin_ms": self.args.spin_ms}
         shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
         ready = json.loads(conn.recv(1 << 16) or b"{}")
         if not ready.get("ready"):
@@ -295,7 +298,7 @@ class Owner:
                     torch.cuda.synchronize()
                 try:
                     arm.conn.send(message)
-                    raw = arm.conn.recv(1 << 16)
+                    raw = call_wait.receive(arm.conn, 1 << 16, self.args.spin_ms / 1e3)
                 except socket.timeout:
                     stopped = {"call": index, "why": "timeout", "detail": f"no answer within {timeout:g} s"}
                     break
@@ -376,6 +379,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", required=True, help="the pristine model.py")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--spin-ms", type=float, default=0.0,
+                        help="how long the owner and its runners spin on a call's messages before "
+                             "they block (call_wait.py); 0 blocks at once")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)

@@ -32,6 +32,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import call_wait  # noqa: E402
 import shared_buffers  # noqa: E402
 from session_layout import flatten, structure_of, views  # noqa: E402
 
@@ -130,12 +131,13 @@ def main():
     ready_made = [torch.zeros(spec["shape"], dtype=getattr(torch, spec["dtype"]), device=args.device)
                   if "dtype" in spec else spec["value"] for spec in out_specs]
     structure = layout["output_structure"]
+    spin_s = float(layout.get("spin_ms", 0)) / 1e3  # the owner's choice (call_wait.py)
     tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
     conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
     calls = 0
     while True:
-        raw = conn.recv(1 << 16)
+        raw = call_wait.receive(conn, 1 << 16, spin_s)
         if not raw:
             break
         command = json.loads(raw)

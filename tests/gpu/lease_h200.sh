@@ -13,7 +13,8 @@
 #   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop per kind of task
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
 #   tests/gpu/lease_h200.sh aa BIN OUT       session_h200.sh's A-A checks (relu_16m, sgemm_2048,
-#       sgemm_4096; AA_REPEATS, default 5): a candidate identical to eager must show no difference
+#       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
+#       CALL_WAITS): a candidate identical to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -22,7 +23,7 @@
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs

@@ -49,11 +49,24 @@ struct EvaluationSettings {
   // the owner (the runner's first call always). The audit's Python dispatch costs time, so an
   // audited call is checked but left out of the timing.
   double audit_fraction = 1.0;
+  // How the owner and its runners wait for a call's messages (share/harness/call_wait.py):
+  // "spin" spins up to kCallSpinMs before blocking, "block" blocks at once, "auto" spins on a
+  // GPU and blocks on the CPU (where the spinning process would take a core from the working one).
+  std::string call_wait = "auto";
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.
   const std::atomic<int>* stop = nullptr;
 };
+
+// How long a waiting side spins before it blocks: longer than the owner's work between two calls
+// (inputs, reference, judgement: a few ms), so the runner never sleeps inside a batch, and long
+// enough that a call lasting longer loses little to one wake-up.
+inline constexpr double kCallSpinMs = 50;
+
+// The spin of a call wait on a device in ms (0: block), or an error for a call_wait that is none
+// of "auto", "spin", "block".
+Result<double> call_spin_ms(const std::string& call_wait, const std::string& device);
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {

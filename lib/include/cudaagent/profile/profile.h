@@ -63,6 +63,7 @@ struct ProfileSettings {
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
+  std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };
