@@ -305,9 +305,10 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   }
   auto spin_ms = call_spin_ms(st.settings.call_wait, st.settings.device);
   if (!spin_ms) return spin_ms.status();
-  auto session = st.owner_worker->open_session(st.job(
-      "session_owner.py",
-      {"--task", st.task_path, "--device", st.settings.device, "--spin-ms", std::to_string(spin_ms.value())}));
+  std::vector<std::string> owner_args = {"--task", st.task_path, "--device", st.settings.device, "--spin-ms",
+                                         std::to_string(spin_ms.value())};
+  if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
+  auto session = st.owner_worker->open_session(st.job("session_owner.py", owner_args));
   if (!session) return session.status();
   st.owner.emplace(std::move(session).value());
   const std::uint64_t seed = fresh_seeds(1).front();

@@ -7,6 +7,7 @@
 #include "cudaagent/base/version.h"
 #include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/profile/timing_report.h"
+#include "cudaagent/profile/timing_stats.h"
 #include "measurement.h"
 
 namespace cudaagent {
@@ -132,6 +133,17 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("candidate_arm").begin_object().key("round_medians_ms");
   write_list(json, candidate_call_cost_ms);
   json.field("low_ms", candidate_call_cost_low_ms).end_object();
+  // Where a call's time goes, per model: the median over rounds of each round's median phase.
+  // The candidate's rows rest partly on its own runner's account.
+  if (!call_phases_ms.empty()) {
+    json.key("phases_ms").begin_object();
+    for (const auto& [model, phases] : call_phases_ms) {
+      json.key(model).begin_object();
+      for (const auto& [phase, medians] : phases) json.field(phase, median_of(medians));
+      json.end_object();
+    }
+    json.end_object();
+  }
   json.end_object();
   json.key("samples").begin_object().key("eager");
   write_rounds(json, baselines.eager);
@@ -167,6 +179,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
+  json.field("call_diagnostics", s.call_diagnostics);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());

@@ -12,17 +12,11 @@
 
 #include "cudaagent/evaluation/call_verdicts.h"
 #include "cudaagent/profile/report.h"
+#include "cudaagent/profile/timing_stats.h"
 #include "measurement.h"
 
 namespace cudaagent {
 namespace {
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Below this, a time is not told apart from the cost of a call: kept, never negative or zero.
 constexpr double kResolutionFloorMs = 1e-4;
@@ -127,6 +121,7 @@ Status Measurement::rounds(const std::vector<std::string>& models, int calls,
       for (const CallResult& call : done.value()->calls) {
         if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
       }
+      for (const auto& [phase, ms] : done.value()->phases_ms) evidence_.call_phases_ms[model][phase].push_back(ms);
       if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
     }
     evidence_.call_cost_ms.push_back(median_of(host["null"]));

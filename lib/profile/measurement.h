@@ -42,6 +42,8 @@ struct ProfileEvidence {
   std::vector<double> candidate_call_cost_ms;
   double candidate_call_cost_low_ms = 0;
   std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
+  // With call_diagnostics: per model of the rounds, per phase, each round's median (CallBatch).
+  std::map<std::string, std::map<std::string, std::vector<double>>> call_phases_ms;
   std::int64_t checked_calls = 0;    // candidate calls whose output the owner judged
   std::int64_t baseline_mismatches = 0;  // compile calls that did not match eager (noted)
   std::string baseline_notes;

@@ -59,7 +59,8 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("compile_mode", s.compile_mode).field("rounds", s.rounds).field("round_ms", s.round_ms);
   key.field("min_calls", s.min_calls).field("max_calls", s.max_calls);
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
-  key.field("call_wait", s.call_wait).end_object();
+  // Diagnostics add two CUDA events to every call of every arm: other samples, another key.
+  key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics).end_object();
   return sha256_hex(material);
 }
 
@@ -85,6 +86,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.candidate_user = settings.candidate_user;
   evaluation.audit_fraction = settings.audit_fraction;
   evaluation.call_wait = settings.call_wait;
+  evaluation.call_diagnostics = settings.call_diagnostics;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();

@@ -191,6 +191,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--call-wait", s.call_wait, "How the session's processes wait for a call's "
                  "messages: spin (microsecond wake-ups, a busy core each), block, or auto (spin "
                  "on a GPU)")->capture_default_str()->check(CLI::IsMember({"auto", "spin", "block"}));
+  app.add_flag("--call-diagnostics", s.call_diagnostics, "Record where the timed calls' time goes "
+               "(call_cost.phases_ms: the messages, the forward on the host and between CUDA events, "
+               "the outputs), per model");
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")

@@ -82,11 +82,6 @@ double quantile_unsorted(std::vector<double>& values, std::vector<double>::itera
   return *nth + (position - static_cast<double>(below)) * (next - *nth);
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return quantile_sorted(values, 0.5);
-}
-
 // Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (standard tables).
 constexpr std::array<double, 30> kT975 = {
     12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3646243, 2.3060041,
@@ -213,6 +208,12 @@ Status check_rounds(const RoundSamples& rounds, std::string_view what) {
 }
 
 }  // namespace
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return quantile_sorted(values, 0.5);
+}
 
 double bootstrap_tail_probability(std::int64_t units) {
   if (units < 2) return 0;

@@ -30,7 +30,8 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
       -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
       "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
-      ended" | "runner error", "detail"}, "owner_ms": {...}}
+      ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms": {...} (--diagnostics:
+      call_phases, medians over the timed calls)}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
   {"cmd": "exit"}
 A failing command replies {"ok": false, "error": "..."}; the session stays usable when it can.
@@ -42,8 +43,10 @@ import importlib.util
 import json
 import os
 import random
+import math
 import secrets
 import socket
+import statistics
 import sys
 import time
 
@@ -61,6 +64,27 @@ def load_module(name, path):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def call_phases(started, sent, ended, runner):
+    """One call's time by phase in ms, from the owner's clock readings (perf_counter_ns) and the
+    runner's diagnostics (perf_counter seconds: the same CLOCK_MONOTONIC); None when the runner
+    sent none or not numbers. A candidate's runner can write anything there, so these are for
+    people looking for where time goes, never a sample."""
+    keys = ("received", "forward_start", "forward_done", "outputs_done", "forward_gpu_ms")
+    if not isinstance(runner, dict) or not all(
+            isinstance(runner.get(key), (int, float)) and not isinstance(runner.get(key), bool)
+            and math.isfinite(runner[key]) for key in keys):
+        return None
+    sent_s, ended_s = sent / 1e9, ended / 1e9
+    return {"inputs_in": (sent - started) / 1e6,
+            "to_runner": (runner["received"] - sent_s) * 1e3,
+            "runner_before_forward": (runner["forward_start"] - runner["received"]) * 1e3,
+            "forward": (runner["forward_done"] - runner["forward_start"]) * 1e3,
+            "forward_gpu": float(runner["forward_gpu_ms"]),
+            "outputs_out": (runner["outputs_done"] - runner["forward_done"]) * 1e3,
+            "to_owner": (ended_s - runner["outputs_done"]) * 1e3,
+            "total": (ended - started) / 1e6}
 
 
 def _foreign_types(structure):
@@ -204,7 +228,8 @@ class Owner:
         arm.out_views = views(self.torch, outputs, self.output_layout)
         layout = {"device": self.device, "input_bytes": inputs.size, "output_bytes": outputs.size,
                   "inputs": self.input_layout, "outputs": self.output_layout,
-                  "output_structure": self.output_structure, "spin_ms": self.args.spin_ms}
+                  "output_structure": self.output_structure, "spin_ms": self.args.spin_ms,
+                  "diagnostics": self.args.diagnostics}
         shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
         ready = json.loads(conn.recv(1 << 16) or b"{}")
         if not ready.get("ready"):
@@ -252,6 +277,7 @@ class Owner:
         # Where the owner's own time goes around the timed calls (inputs, reference, preparation,
         # judgement), summed over the batch, in ms: the price of checking every call.
         owner_ms = {"inputs": 0.0, "reference": 0.0, "prepare": 0.0, "judge": 0.0}
+        phases = []  # with --diagnostics: where each timed call's time went (call_phases)
         arm.conn.settimeout(timeout)
         gc.disable()
         try:
@@ -296,6 +322,7 @@ class Owner:
                         view.copy_(leaf)
                 if self.cuda:
                     torch.cuda.synchronize()
+                sent = time.perf_counter_ns()
                 try:
                     arm.conn.send(message)
                     raw = call_wait.receive(arm.conn, 1 << 16, self.args.spin_ms / 1e3)
@@ -324,13 +351,20 @@ class Owner:
                 mark = time.perf_counter()
                 check = self.judge(arm, expected, leaves, reply) if expected is not None else None
                 owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
+                if self.args.diagnostics and not audited:
+                    call = call_phases(started, sent, ended, reply.get("diagnostics"))
+                    if call:
+                        phases.append(call)
                 results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
                                 "audited": audited,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
             gc.enable()
-        return {"ok": True, "calls": results, "stopped": stopped,
-                "owner_ms": {name: round(value, 3) for name, value in owner_ms.items()}}
+        answer = {"ok": True, "calls": results, "stopped": stopped,
+                  "owner_ms": {name: round(value, 3) for name, value in owner_ms.items()}}
+        if phases:
+            answer["phases_ms"] = {name: round(statistics.median(p[name] for p in phases), 4) for name in phases[0]}
+        return answer
 
     def judge(self, arm, expected, leaves, reply):
         torch = self.torch
@@ -382,6 +416,9 @@ def main():
     parser.add_argument("--spin-ms", type=float, default=0.0,
                         help="how long the owner and its runners spin on a call's messages before "
                              "they block (call_wait.py); 0 blocks at once")
+    parser.add_argument("--diagnostics", action="store_true",
+                        help="runners report when each phase of a call ended; a calls reply adds "
+                             "phases_ms, the median time of each phase over its timed calls")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)

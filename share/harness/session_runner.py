@@ -132,12 +132,19 @@ def main():
                   if "dtype" in spec else spec["value"] for spec in out_specs]
     structure = layout["output_structure"]
     spin_s = float(layout.get("spin_ms", 0)) / 1e3  # the owner's choice (call_wait.py)
+    # Diagnostics (the owner's choice): when each phase of a call ended, on CLOCK_MONOTONIC (the
+    # owner's perf_counter too), and the forward's device time between two CUDA events. For people
+    # finding where a call's time goes; the owner never times anything with them.
+    diagnose = bool(layout.get("diagnostics"))
+    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
+        if diagnose and cuda else None
     tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
     conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
     calls = 0
     while True:
         raw = call_wait.receive(conn, 1 << 16, spin_s)
+        received = time.perf_counter()
         if not raw:
             break
         command = json.loads(raw)
@@ -149,6 +156,8 @@ def main():
         args_in = [view if view is not None else next(scalars) for view in in_views]
         try:
             name = command.get("model", "candidate")
+            mark = forward_done = time.perf_counter()
+            forward_gpu_ms = 0.0
             if name == "null":
                 result_leaves = list(zip([s["path"] for s in out_specs], ready_made))
                 result_structure = structure
@@ -156,16 +165,23 @@ def main():
                 model = models[name]
                 audited = audit is not None and bool(command.get("audit"))
                 mark = time.perf_counter()
+                if events:
+                    events[0].record()
                 with torch.no_grad():
                     if audited:
                         with audit:
                             result = model(*args_in)
                     else:
                         result = model(*args_in)
+                if events:
+                    events[1].record()
                 if cuda:
                     # Every stream of this process, not only the current one: a kernel on a side
                     # stream must be done before its output is copied out.
                     torch.cuda.synchronize()
+                forward_done = time.perf_counter()
+                if events:
+                    forward_gpu_ms = events[0].elapsed_time(events[1])
                 result_leaves = flatten(torch, result, strict=False)
                 result_structure = structure_of(torch, result)
             answer = {"ok": True, "structure": result_structure, "scalars": []}
@@ -187,6 +203,10 @@ def main():
                 torch.cuda.synchronize()
             if calls == 1:
                 answer["first_call_s"]["total"] = time.perf_counter() - mark
+            if diagnose:
+                answer["diagnostics"] = {"received": received, "forward_start": mark,
+                                         "forward_done": forward_done, "outputs_done": time.perf_counter(),
+                                         "forward_gpu_ms": forward_gpu_ms}
         except Exception as error:
             answer = {"ok": False, "error": "".join(traceback.format_exception_only(type(error), error))[-2000:]}
         conn.send(json.dumps(answer, default=str).encode())

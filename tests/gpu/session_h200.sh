@@ -160,7 +160,7 @@ fi
 #    but the times stand), a few repeats per time class: "no_significant_difference" expected. It
 #    imports `model`, outside model_new.py's static policy: --no-python-policy. Each repeat runs
 #    once per call wait in CALL_WAITS ("spin block": profile's --call-wait), back to back, so the
-#    two ways of waiting meet the same machine.
+#    two ways of waiting meet the same machine; --call-diagnostics says where each call's time went.
 if [[ $sections == *aa* ]]; then
   for task in relu_16m sgemm_2048 sgemm_4096; do
     for r in $(seq 1 "${AA_REPEATS:-3}"); do
@@ -172,7 +172,7 @@ if [[ $sections == *aa* ]]; then
         printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
         t=$(now)
         "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
-          --no-python-policy --call-wait "$wait" "$ws" \
+          --no-python-policy --call-wait "$wait" --call-diagnostics "$ws" \
           >"$out/aa-$task-$r-$wait.json" 2>>"$log"
         row aa "$task #$r $wait" no_significant_difference \
           "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$wait.json")" "$(elapsed "$t")" \

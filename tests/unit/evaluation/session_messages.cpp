@@ -41,6 +41,16 @@ TEST_CASE("a calls answer reads back its calls, checks, audit marks and stop") {
   REQUIRE(batch.value().stopped);
   CHECK(batch.value().stopped->why == "runner error");
   CHECK(batch.value().owner_ms.at("judge") == 1.5);
+  CHECK(batch.value().phases_ms.empty());  // only with the owner's --diagnostics
+}
+
+TEST_CASE("a calls answer with diagnostics reads back its phases") {
+  auto batch = parse_owner_calls(
+      R"({"ok":true,"calls":[],"stopped":null,"owner_ms":{},"phases_ms":{"to_runner":0.012,"forward_gpu":0.25}})");
+  REQUIRE(batch);
+  CHECK(batch.value().phases_ms.size() == 2);
+  CHECK(batch.value().phases_ms.at("to_runner") == 0.012);
+  CHECK(batch.value().phases_ms.at("forward_gpu") == 0.25);
 }
 
 TEST_CASE("an owner's refusal is a Status with its words; garbage is a Status too") {

@@ -53,6 +53,9 @@ struct EvaluationSettings {
   // "spin" spins up to kCallSpinMs before blocking, "block" blocks at once, "auto" spins on a
   // GPU and blocks on the CPU (where the spinning process would take a core from the working one).
   std::string call_wait = "auto";
+  // Runners report when each phase of a call ended and the forward's device time (CUDA events),
+  // and each batch says where its calls' time went (CallBatch::phases_ms).
+  bool call_diagnostics = false;
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.
@@ -108,6 +111,9 @@ struct CallBatch {
   std::optional<CallStop> stopped;
   // The owner's own time around the calls (inputs, reference, prepare, judge), summed, in ms.
   std::map<std::string, double> owner_ms;
+  // With call_diagnostics: the median of each phase of the timed calls in ms (session_owner.py's
+  // call_phases). From a candidate's runner, partly its own account: for people, never a sample.
+  std::map<std::string, double> phases_ms;
 };
 
 // How an attached runner came up (its own account: untrusted, evidence only).

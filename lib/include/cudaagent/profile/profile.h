@@ -64,6 +64,7 @@ struct ProfileSettings {
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
   std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
+  bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };

@@ -53,6 +53,9 @@ struct TimeSummary {
   std::int64_t outliers = 0;
 };
 
+// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+double median_of(std::vector<double> values);
+
 // Median, 95% interval, CV, counts of one timed quantity.
 // Interval: with two or more rounds, a cluster bootstrap (whole rounds resampled with replacement,
 // median of the pooled samples of the drawn rounds), so drift or a disturbed round widens it as it
