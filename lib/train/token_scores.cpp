@@ -60,20 +60,25 @@ struct ChunkedScores : torch::autograd::Function<ChunkedScores> {
     for (std::int64_t start = 0; start < n && (want_hidden || want_weight); start += chunk) {
       const auto end = std::min(n, start + chunk);
       const auto h = hidden.slice(0, start, end);
-      const auto z = chunk_logits(h, weight, inverse_temperature);
-      const auto logp = z - lse.slice(0, start, end).unsqueeze(1);
-      const auto p = at::exp(logp);
-      auto dz = at::zeros_like(z);
-      if (g_logprob.defined()) {
-        const auto g = g_logprob.slice(0, start, end).to(at::kFloat).unsqueeze(1);
-        dz = dz - p * g;
-        dz.scatter_add_(1, targets.slice(0, start, end).unsqueeze(1), g);
-      }
+      // dz_j = -p_j (g_logprob + g_entropy (log p_j + H)), plus g_logprob at the target. Formed in
+      // place over the chunk's logits: each pass over [chunk x vocab] floats costs as much as a
+      // good share of the chunk's matrix products, so the fewer the better.
+      at::Tensor logp = chunk_logits(h, weight, inverse_temperature).sub_(lse.slice(0, start, end).unsqueeze(1));
+      at::Tensor dz = at::exp(logp);
+      at::Tensor g_lp;
+      if (g_logprob.defined()) g_lp = g_logprob.slice(0, start, end).to(at::kFloat).unsqueeze(1);
       if (g_entropy.defined()) {
-        const auto g = g_entropy.slice(0, start, end).to(at::kFloat).unsqueeze(1);
-        dz = dz - p * (logp + entropy.slice(0, start, end).unsqueeze(1)) * g;
+        const auto g_h = g_entropy.slice(0, start, end).to(at::kFloat).unsqueeze(1);
+        at::Tensor& coefficient = logp.add_(entropy.slice(0, start, end).unsqueeze(1)).mul_(-g_h);
+        if (g_lp.defined()) coefficient.sub_(g_lp);
+        dz.mul_(coefficient);
+      } else if (g_lp.defined()) {
+        dz.mul_(-g_lp);
+      } else {
+        dz.zero_();
       }
-      if (inverse_temperature != 1.0) dz = dz * inverse_temperature;
+      if (g_lp.defined()) dz.scatter_add_(1, targets.slice(0, start, end).unsqueeze(1), g_lp);
+      if (inverse_temperature != 1.0) dz.mul_(inverse_temperature);
       const auto dz_compute = dz.to(weight.scalar_type());
       if (want_hidden) grad_hidden.slice(0, start, end).copy_(at::matmul(dz_compute, weight));
       if (want_weight) grad_weight.add_(at::matmul(dz_compute.t(), h));
