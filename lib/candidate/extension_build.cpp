@@ -1,7 +1,7 @@
 // The build driver. Compiler commands are argv vectors run through run_process (optionally inside
 // the sandbox via options.runner) under the per-process limits and the build budget; objects land
 // in a content-addressed cache with atomic renames, so concurrent builds share work safely and a
-// killed build leaves no half-written object behind.
+// killed build leaves no half-written object behind; linked modules are cached the same way.
 #include "cudaagent/candidate/extension_build.h"
 
 #include <unistd.h>
@@ -135,7 +135,8 @@ Status Builder::prepare(const std::string& out_dir) {
   }
   if (!make_directories(out_dir)) return Status::error("cannot create '" + out_dir + "'");
   cache_ = options_.cache_dir.empty() ? out_dir + "/cache" : options_.cache_dir;
-  if (!make_directories(cache_ + "/objects") || !make_directories(cache_ + "/pch")) {
+  if (!make_directories(cache_ + "/objects") || !make_directories(cache_ + "/pch") ||
+      !make_directories(cache_ + "/modules")) {
     return Status::error("cannot create the build cache in '" + cache_ + "'");
   }
 
@@ -378,6 +379,10 @@ void Builder::compile_all() {
 
 void Builder::link(const std::string& out_dir) {
   result_.module_path = out_dir + "/" + options_.module_name + torch_.extension_suffix;
+  // The linked module is cached like the objects, under the link's whole command (the objects are
+  // content-addressed): profile links what verify linked, and it costs a g++ run against libtorch.
+  Sha256 key;
+  key.add_part(cxx_.path + cxx_.version).add_part(options_.module_name + torch_.extension_suffix);
   std::vector<std::string> argv = {cxx_.path, "-shared", "-o", result_.module_path};
   for (const Job& job : jobs_) argv.push_back(job.object);
   for (const auto& path : torch_.library_paths) {
@@ -392,7 +397,14 @@ void Builder::link(const std::string& out_dir) {
     argv.push_back("-l" + library);
   }
   if (options_.cuda) argv.push_back("-L/usr/local/cuda/lib64");
+  key.add_part(joined(std::vector<std::string>(argv.begin() + 4, argv.end())));
+  const std::string cached = cache_ + "/modules/" + key.hex_digest() + torch_.extension_suffix;
   const auto start = Clock::now();
+  std::error_code copy_error;
+  if (fs::exists(cached) && fs::copy_file(cached, result_.module_path, fs::copy_options::overwrite_existing, copy_error)) {
+    result_.steps.push_back({"(link)", "g++", {}, true, seconds_since(start), 0, true, StepFailure::kNone});
+    return;
+  }
   std::string budget_reason;
   StepOutcome outcome;
   auto run = run_tool(argv, /*header=*/false, budget_reason, outcome);
@@ -409,6 +421,16 @@ void Builder::link(const std::string& out_dir) {
     if (result_.diagnostics.empty() && done != nullptr) {
       result_.diagnostics = "link: " + filtered(done->err).substr(0, 400);
     }
+  } else {
+    // Into the cache by an atomic rename, so a concurrent build never loads half a module; a
+    // failure only costs the next build its link.
+    static std::atomic<unsigned> serial{0};  // one process may link the same module on two threads
+    const std::string temp = cached + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+    std::error_code ignored;
+    if (fs::copy_file(result_.module_path, temp, fs::copy_options::overwrite_existing, ignored)) {
+      fs::rename(temp, cached, ignored);
+    }
+    fs::remove(temp, ignored);
   }
   result_.steps.push_back(step);
 }

@@ -37,7 +37,7 @@ struct CompileStep {
   std::string source;      // relative to the workspace: "kernels/a.cu", "binding.cpp", "(link)"
   std::string tool;        // "nvcc", "g++"
   std::string object;      // the object file (absolute, in the cache) when ok; empty for the link
-  bool cached = false;     // the object came from the cache
+  bool cached = false;     // the object (for the link: the module) came from the cache
   double seconds = 0;
   double cpu_seconds = 0;  // user + system of the command and the children it waited for
   bool ok = false;

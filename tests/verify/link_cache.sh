@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Linked modules are cached by content like the objects: a second build of the same candidate
+# (profile after verify) takes the module from the cache and still loads and passes; an edit to a
+# source makes new objects and so a new link. Args: BIN_DIR BASE_WORKSPACE.
+set -euo pipefail
+bin=$1 base=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cp -r "$base" "$scratch/a"
+# Bytes no earlier run of the shared test cache has seen, so the first build compiles and links.
+echo "// link cache test $$ $(date +%s%N)" >>"$scratch/a/kernels/bias_relu.cpp"
+verify() { "$bin/cudaagent-verify" --quiet --device cpu --task "$base/model.py" "$scratch/a"; }
+link() { jq -c '.verify.build.steps[] | select(.source == "(link)") | {cached, ok}' "$1"; }
+
+verify >"$scratch/first.json"
+[[ $(jq -r .verify.verdict "$scratch/first.json") == PASS ]] || fail "first: $(jq -c .verify "$scratch/first.json" | cut -c1-400)"
+[[ $(link "$scratch/first.json") == '{"cached":false,"ok":true}' ]] || fail "first link: $(link "$scratch/first.json")"
+
+verify >"$scratch/second.json"
+[[ $(jq -r .verify.verdict "$scratch/second.json") == PASS ]] || fail "second: $(jq -c .verify "$scratch/second.json" | cut -c1-400)"
+[[ $(link "$scratch/second.json") == '{"cached":true,"ok":true}' ]] || fail "second link: $(link "$scratch/second.json")"
+
+echo "// and an edit" >>"$scratch/a/kernels/bias_relu_binding.cpp"
+verify >"$scratch/third.json"
+[[ $(jq -r .verify.verdict "$scratch/third.json") == PASS ]] || fail "third: $(jq -c .verify "$scratch/third.json" | cut -c1-400)"
+[[ $(link "$scratch/third.json") == '{"cached":false,"ok":true}' ]] || fail "an edited binding reused the old module: $(link "$scratch/third.json")"
+echo ok
