@@ -8,9 +8,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <unordered_set>
+
+#include "cudaagent/base/files.h"
+#include "cudaagent/base/sha256.h"
 
 namespace cudaagent {
 namespace {
@@ -198,6 +202,24 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
   return findings;
 }
 
+namespace {
+
+// Where the tools' text for an object's bytes is kept: beside the build cache the object came from
+// (<cache>/objects/<key>.o -> <cache>/object-tools/), under the SHA-256 of those bytes. The same
+// bytes always read the same, and profile reads what verify read: each tool is a sandboxed
+// process, four of them for a usual candidate. Empty when the object cannot be read.
+std::string tool_texts_stem(const std::string& object) {
+  std::string bytes;
+  if (!read_whole_file(object, bytes)) return {};
+  const std::filesystem::path dir = std::filesystem::path(object).parent_path().parent_path() / "object-tools";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return {};
+  return (dir / sha256_hex(bytes)).string();
+}
+
+}  // namespace
+
 Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& build,
                                                            const ObjectCheckOptions& options) {
   const auto run = [&](std::vector<std::string> argv) -> Result<ProcessResult> {
@@ -233,17 +255,29 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     if (!starts(step.source, "kernels/") || step.object.empty()) continue;
     ObjectFacts facts;
     facts.source = step.source;
-    auto nm = run({options.nm, "-g", "-C", step.object});
-    if (Status status = usable(nm, "nm", facts); !status) return status;
-    auto objdump =
-        run({options.objdump, "-h", "-d", "-r", "-w", "--no-show-raw-insn", step.object});
-    if (Status status = usable(objdump, "objdump", facts); !status) return status;
-    if (facts.unreadable.empty()) {
-      parse_nm_output(nm.value().out, facts);
-      parse_objdump_output(objdump.value().out, facts);
-    } else {
-      facts.unreadable_is_tampering = false;
+    const std::string stem = tool_texts_stem(step.object);
+    std::string nm_text, objdump_text;
+    if (stem.empty() || !read_whole_file(stem + ".nm", nm_text) || !read_whole_file(stem + ".objdump", objdump_text)) {
+      auto nm = run({options.nm, "-g", "-C", step.object});
+      if (Status status = usable(nm, "nm", facts); !status) return status;
+      auto objdump =
+          run({options.objdump, "-h", "-d", "-r", "-w", "--no-show-raw-insn", step.object});
+      if (Status status = usable(objdump, "objdump", facts); !status) return status;
+      if (!facts.unreadable.empty()) {
+        facts.unreadable_is_tampering = false;
+        objects.push_back(std::move(facts));
+        continue;
+      }
+      nm_text = std::move(nm.value().out);
+      objdump_text = std::move(objdump.value().out);
+      // Only what both tools read whole is kept; the .nm file last, so a reader that finds it
+      // finds the other too.
+      if (!stem.empty() && write_file_atomically(stem + ".objdump", objdump_text)) {
+        (void)write_file_atomically(stem + ".nm", nm_text);
+      }
     }
+    parse_nm_output(nm_text, facts);
+    parse_objdump_output(objdump_text, facts);
     objects.push_back(std::move(facts));
   }
   return judge_objects(objects, options.policy);
