@@ -119,6 +119,14 @@ if [[ $sections == *loop* ]]; then
         "$(jq -c '{build: .verify.timings_s.build, checks: .verify.timings_s.checks, start: .verify.timings_s.candidate_start, profile: .profile.timings_s.total, rounds: .profile.timings_s.rounds, speedup: .profile.speedup.eager.median, cv: .profile.times_ms.candidate.cv, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' <<<"$line")"
     done <"$out/warm-$kind.jsonl"
     row loop "$kind: one pipeline, $n edits, wall" - - "$total" "verify, profile and reward overlap in the pipeline"
+    # Evaluations per GPU-hour when builds run on the CPUs beside them: what each later edit held
+    # the device for (verify's runner and checks, profile's runners and rounds), from the records.
+    jq -s '.[1:] | map(.verify.timings_s.candidate_start + .verify.timings_s.checks + .verify.timings_s.candidate_end
+                      + .profile.timings_s.runners_start + .profile.timings_s.rounds) | select(length > 0)
+           | (add / length) as $s | "\($s * 100 | round / 100) \(3600 / $s | floor)"' -r \
+      "$out/warm-$kind.jsonl" | while read -r seconds per_hour; do
+      row loop "$kind: device time per evaluation (edits after the first)" - - "$seconds" "$per_hour evaluations per GPU-hour"
+    done
     if [[ -n $anchor && -d $anchor/utils ]] && (($(left) > 90)); then
       # The anchor's kernel bindings include "../binding_registry.h", ours "binding_registry.h".
       cp -r "$anchor/utils" "$anchor/binding.cpp" "$anchor/binding_registry.h" "$ws/"
