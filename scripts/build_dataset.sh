@@ -393,7 +393,7 @@ filter_part() {
         gpu: (if $gpu == "" then null else $gpu end), device: $device, host: $host, cores: $cores,
         filter_version: $version}' >>"$state/parts.jsonl"
   fi
-  report
+  report >&2
   case $stop in done | time | target | exhausted | *killed*) return 0 ;; *) return 1 ;; esac
 }
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# scripts/build_dataset.sh on the CPU, end to end: prepare (synth, then dedup against a reference
+# set and the stream) -> filter in three parts, each on a copy of the state folder as a fresh
+# machine would get it (a fixed number of tasks, then a time limit, then until the target) ->
+# finish. No task may be filtered twice or lost between parts, and the card's counts must be the
+# records' own. Nothing is timed: the time limit only decides where part 2 stops.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../filter/lib.bash"
+filter_setup "$1"
+bin=$1
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+build=$root/scripts/build_dataset.sh
+command -v zstd >/dev/null || fail "needs zstd"
+refs=$root/share/examples/dedup/reference
+count=40 target=14
+
+# A reference set holding one task of the stream itself (seed 1, index 5): prepare must drop it.
+"$bin/cudaagent-synth" -q --seed 1 --count 6 --batch 2 --max-dim 16 | sed -n 6p >"$scratch/ref.jsonl"
+planted=$(jq -r .id "$scratch/ref.jsonl")
+[[ -n $planted ]] || fail "no reference task"
+
+run() {  # PHASE ARGS...: the script, its stderr in $scratch/err
+  "$build" "$@" --bin "$bin" 2>"$scratch/err" || fail "$1 exited $?: $(cat "$scratch/err")"
+}
+run prepare --device cpu --seed 1 --count $count --target $target --state "$scratch/m1/ops" \
+  --reference "kb1=$refs/level1" --reference "kb2=$refs/level2" --reference "planted=$scratch/ref.jsonl"
+s=$scratch/m1/ops
+for f in state.json candidates.jsonl.gz results.jsonl parts.jsonl; do [[ -f $s/$f ]] || fail "prepare left no $f"; done
+gzip -dc "$s/candidates.jsonl.gz" | jq -r .id >"$scratch/candidates"
+n_cand=$(wc -l <"$scratch/candidates")
+jq -e --argjson c $count --argjson n "$n_cand" \
+  '.synth.tasks == $c and .dedup.candidates == $n and .dedup.near_reference + .dedup.near_stream + $n == $c' \
+  "$s/state.json" >/dev/null || fail "prepare's counts do not add up: $(cat "$s/state.json")"
+jq -e --arg id "$planted" '.dedup.near_reference_tasks | map(.id) | index($id) != null' "$s/state.json" >/dev/null ||
+  fail "the task planted in a reference set was not dropped"
+grep -qx "$planted" "$scratch/candidates" && fail "the planted task is a candidate"
+[[ $(sort "$scratch/candidates" | uniq -d) == "" ]] || fail "a candidate id twice"
+gzip -dc "$s/candidates.jsonl.gz" | jq -e 'select(.nearest_kernelbench.measure == null or .dedup.measure == null)' >/dev/null &&
+  fail "a candidate lacks its dedup annotations"
+code=0
+"$build" prepare --device cpu --state "$s" --bin "$bin" 2>/dev/null || code=$?
+[[ $code == 1 ]] || fail "prepare over a prepared state exited $code, expected 1"
+
+# Part 1: the next 6 candidates exactly. Each later part runs on a copy, as a fresh machine would.
+run filter --state "$s" --max-tasks 6
+[[ $(jq -r .id "$s/results.jsonl") == $(head -6 "$scratch/candidates") ]] || fail "part 1 did not filter the first 6 candidates"
+cp -r "$scratch/m1" "$scratch/m2" && rm -rf "$scratch/m1"
+s=$scratch/m2/ops
+[[ -f $s/filter.db.gz && ! -e $s/filter.db ]] || fail "the store does not travel compressed: $(ls "$s")"
+# Part 2: stopped by its time limit wherever it is (SIGTERM; no count is expected).
+run filter --state "$s" --seconds 2 --grace 60
+cp -r "$scratch/m2" "$scratch/m3" && rm -rf "$scratch/m2"
+s=$scratch/m3/ops
+# Part 3: until the target is in hand.
+run filter --state "$s"
+grep -q "the target is reached" "$scratch/err" || fail "part 3 did not reach the target: $(cat "$scratch/err")"
+# A fourth call has nothing to do and records no part.
+run filter --state "$s"
+[[ $(wc -l <"$s/parts.jsonl") == 3 ]] || fail "expected 3 parts: $(cat "$s/parts.jsonl")"
+
+# No task filtered twice, none lost: the results are the candidates' prefix in stream order, each
+# once; every part filtered afresh (nothing came from the store: no part re-ran an earlier one's
+# task) and the parts' records add up to the results; the store holds one row per result.
+n_res=$(wc -l <"$s/results.jsonl")
+[[ $(jq -r .id "$s/results.jsonl") == $(head -"$n_res" "$scratch/candidates") ]] ||
+  fail "the results are not the first $n_res candidates, each once"
+jq -se --argjson n "$n_res" 'map(.from_store) | add == 0' "$s/parts.jsonl" >/dev/null || fail "a part took results from the store"
+jq -se --argjson n "$n_res" 'map(.records) | add == $n' "$s/parts.jsonl" >/dev/null || fail "the parts' records do not add up to $n_res"
+jq -se --argjson n "$n_res" 'map(.fresh) | add == $n' "$s/parts.jsonl" >/dev/null || fail "the parts' fresh tasks do not add up to $n_res"
+[[ $(jq -r .part "$s/results.jsonl" | uniq | tr '\n' ' ') =~ ^1\ (2\ )?3\ $ ]] || fail "results out of part order"
+gzip -dc "$s/filter.db.gz" >"$scratch/filter.db"
+rows=$(sqlite3 "$scratch/filter.db" "SELECT count(*) FROM results WHERE stage = 'filter'")
+[[ $rows == "$n_res" ]] || fail "the store holds $rows results, the state $n_res"
+kept=$(jq -s 'map(select(.filter.kept)) | length' "$s/results.jsonl")
+((kept >= target)) || fail "only $kept kept"
+
+# Finish: the first $target kept candidates in stream order, and a card that agrees with them.
+run finish --state "$s" --out "$scratch/out"
+zstd -q -dc "$scratch/out/tasks.jsonl.zst" >"$scratch/tasks.jsonl" || fail "cannot unpack the dataset"
+jq -r 'select(.filter.kept) | .id' "$s/results.jsonl" | head -$target >"$scratch/want"
+[[ $(jq -r .id "$scratch/tasks.jsonl") == $(cat "$scratch/want") ]] || fail "the shipped ids are not the first $target kept"
+jq -e 'select(.filter.kept != true or (.task.model_py | type) != "string")' "$scratch/tasks.jsonl" >/dev/null &&
+  fail "a shipped record is not a kept task"
+card=$scratch/out/card.json
+check() {  # WHAT JQ-ON-CARD JQ-ON-RECORDS FILE
+  local a b
+  a=$(jq -cS "$2" "$card") b=$(jq -cSs "$3" "$4")
+  [[ $a == "$b" ]] || fail "card's $1: $a, records: $b"
+}
+hist='group_by(.) | map({key: (.[0] | tostring), value: length}) | from_entries'
+check shipped .shipped length "$scratch/tasks.jsonl"
+check depth .depth "map(.task.meta.depth) | $hist" "$scratch/tasks.jsonl"
+check "operator uses" '.families.operator_uses | add' 'map(.task.ops | length) | add' "$scratch/tasks.jsonl"
+check "eager buckets" '[.eager_ms.buckets[].tasks] | add' length "$scratch/tasks.jsonl"
+check "kernelbench buckets" '[.kernelbench.score_buckets[]] | add' length "$scratch/tasks.jsonl"
+check "kernelbench max" .kernelbench.score_quantiles.max 'map(.nearest_kernelbench.score) | max | . * 10000 | round / 10000' "$scratch/tasks.jsonl"
+check filtered .pipeline.filtered length "$s/results.jsonl"
+check kept .pipeline.kept 'map(select(.filter.kept)) | length' "$s/results.jsonl"
+check "first reasons" .rejections.first_reason "map(select(.filter.kept | not) | .filter.reasons[0].check) | $hist" "$s/results.jsonl"
+check "every reason" .rejections.every_reason "map(select(.filter.kept | not) | .filter.reasons[].check) | $hist" "$s/results.jsonl"
+check "torch" '.environment.torch | keys' 'map(.filter.torch) | unique' "$s/results.jsonl"
+check parts '.parts | length' length "$s/parts.jsonl"
+jq -e --argjson n "$n_cand" '.pipeline.candidates == $n and .made.seed == 1 and .made.count == 40' "$card" >/dev/null ||
+  fail "the card's settings: $(jq -c .made "$card")"
+grep -q "^# ops: $target PyTorch tasks" "$scratch/out/CARD.md" || fail "CARD.md's title: $(head -1 "$scratch/out/CARD.md")"
+grep -q -- "scripts/build_dataset.sh all --device cpu --seed 1 --count $count --target $target" "$scratch/out/CARD.md" ||
+  fail "CARD.md lacks the rebuild command"
+
+# Asking for more than the state holds fails unless --partial.
+jq '.target = 1000' "$s/state.json" >"$scratch/st" && cp "$scratch/st" "$s/state.json"
+code=0
+"$build" finish --state "$s" --out "$scratch/out2" --bin "$bin" 2>"$scratch/err" || code=$?
+[[ $code == 1 ]] && grep -q "kept tasks are in hand" "$scratch/err" || fail "a short finish exited $code: $(cat "$scratch/err")"
+run finish --state "$s" --out "$scratch/out2" --partial
+grep -q "A partial build" "$scratch/out2/CARD.md" || fail "a partial card does not say so"
+code=0
+"$build" nonsense 2>/dev/null || code=$?
+[[ $code == 2 ]] || fail "an unknown phase exited $code"
+echo "ok: $n_cand candidates, $n_res filtered in 3 parts, $kept kept, $target shipped"
