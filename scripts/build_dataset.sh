@@ -258,7 +258,7 @@ report() {
     def r3: if . == null then null else (. * 1000 | round) / 1000 end;
     $s[0] as $s | ($r | length) as $done | ($r | map(select(.kept)) | length) as $kept
     | ($parts | map(.fresh) | add // 0) as $fresh | ($parts | map(.seconds) | add // 0) as $secs
-    | ($parts | map(.seconds * ([.gpus, 1] | max)) | add // 0) as $device_secs
+    | ($parts | map((.seconds // 0) * ([.gpus // 0, 1] | max)) | add // 0) as $device_secs
     | (if $done > 0 then $kept / $done else null end) as $keep
     | ([$s.target - $kept, 0] | max) as $missing
     | (if $keep != null and $keep > 0 then $missing / $keep | ceil else null end) as $to_filter
@@ -288,8 +288,18 @@ filter_part() {
   s_device=$(setting .device) s_window=$(setting '.window_ms | map(tostring) | join(",")')
   s_timeout=$(setting .timeout_s) s_target=$(setting .target)
   kept=$(count_kept)
-  local part
-  part=$(($(wc -l <"$state/parts.jsonl") + 1))
+  local part recorded
+  recorded=$(wc -l <"$state/parts.jsonl")
+  part=$(jq -s --argjson n "$recorded" '[$n] + map(.part) | max + 1' "$state/results.jsonl")
+  # A part whose results are here but which recorded no summary was cut off (its machine went
+  # away): say so in parts.jsonl, with what is known of it.
+  local cut
+  for ((cut = recorded + 1; cut < part; cut++)); do
+    jq -cn --argjson part "$cut" --argjson records "$(grep -c "\"part\":$cut," "$state/results.jsonl")" \
+      '{part: $part, started: null, seconds: null, limit_s: null, exit: null, stop: "cut off: no summary",
+        records: $records, fresh: null, from_store: null, errors: null, jobs: null, gpus: null,
+        gpu: null, device: null}' >>"$state/parts.jsonl"
+  done
   # The next candidates, in stream order: those without a result.
   gzip -dc "$state/candidates.jsonl.gz" |
     jq -c --slurpfile done <(jq -c .id "$state/results.jsonl") -n \
@@ -337,13 +347,19 @@ filter_part() {
     local jq_pid=$!
     "$bin/cudaagent-filter" "${args[@]}" "${filter_extra[@]}" "$work/input.jsonl" >"$work/records" 2>"$log" &
     local filter_pid=$! term_at=0
+    # A SIGTERM or SIGINT to this script (a step's time limit) stops the filter the same way, and
+    # the part is still recorded and its store compressed.
+    signalled=0
+    trap 'signalled=1' TERM INT
     # Stop on the time limit or once the target is in hand (kept tasks beyond it are not shipped).
     while kill -0 "$filter_pid" 2>/dev/null; do
       sleep 2
       local now
       now=$(date +%s)
       if ((term_at == 0)); then
-        if ((seconds > 0 && now - started >= seconds)); then
+        if ((signalled)); then
+          stop=signal term_at=$now
+        elif ((seconds > 0 && now - started >= seconds)); then
           stop=time term_at=$now
         elif (($(count_kept) >= s_target)); then
           stop=target term_at=$now
@@ -354,9 +370,10 @@ filter_part() {
         kill -KILL "$filter_pid" 2>/dev/null
       fi
     done
-    wait "$filter_pid"
-    rc=$?
+    # wait returns early when a trapped signal arrives: wait again until the filter is gone.
+    while wait "$filter_pid"; rc=$?; kill -0 "$filter_pid" 2>/dev/null; do :; done
     wait "$jq_pid"
+    trap - TERM INT
     if ((rc != 0 && rc != 143)) && [[ $stop == done ]]; then
       stop="filter exit $rc"
       echo "build_dataset: cudaagent-filter exit $rc: $(tail -3 "$log")" >&2
@@ -394,7 +411,11 @@ filter_part() {
         filter_version: $version}' >>"$state/parts.jsonl"
   fi
   report >&2
-  case $stop in done | time | target | exhausted | *killed*) return 0 ;; *) return 1 ;; esac
+  case $stop in
+    done | time | target | exhausted | time\ * | target\ *) return 0 ;;
+    signal*) return 143 ;;
+    *) return 1 ;;
+  esac
 }
 
 # --- finish ------------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ def log_buckets(lo, hi, n):
 
 
 def fmt(x):
+    if x is None:
+        return "-"
     return ("%.3g" % x) if isinstance(x, float) else str(x)
 
 
@@ -104,7 +106,9 @@ def main():
     stream_scores = [(t.get("dedup") or {}).get("score", 0) for t in tasks]
 
     seconds = lambda key, fs: [f["seconds"][key] for f in fs if f.get("seconds", {}).get(key, 0) > 0]
-    device_seconds = sum(p["seconds"] * max(p.get("gpus", 0), 1) for p in parts)
+    device_seconds = sum((p["seconds"] or 0) * max(p.get("gpus") or 0, 1) for p in parts)
+    wall = sum(p["seconds"] or 0 for p in parts)
+    fresh = sum(p["fresh"] or 0 for p in parts)
     card = {
         "name": state["name"],
         "shipped": len(tasks),
@@ -113,7 +117,7 @@ def main():
                  "sha256": hashlib.sha256(shipped_bytes).hexdigest()},
         "made": {"commit": state["commit"], "commit_dirty": state["commit_dirty"],
                  "prepared": state["created"], "versions": state["versions"],
-                 "filter_versions": counts(p.get("filter_version") for p in parts),
+                 "filter_versions": counts(p["filter_version"] for p in parts if p.get("filter_version")),
                  "seed": state["seed"], "count": state["count"], "synth_args": state["synth_args"],
                  "window_ms": state["window_ms"], "timeout_s": state["timeout_s"],
                  "filter_device": state["device"], "dedup_threshold": state["threshold"],
@@ -129,11 +133,9 @@ def main():
                      "keep_rate": round(len(kept_results) / len(filters), 4) if filters else None,
                      "shipped": len(tasks)},
         "parts": parts,
-        "filter_time": {"parts": len(parts), "wall_s": sum(p["seconds"] for p in parts),
+        "filter_time": {"parts": len(parts), "wall_s": wall,
                         "gpu_hours": round(device_seconds / 3600, 4),
-                        "fresh": sum(p["fresh"] for p in parts),
-                        "s_per_task": (round(sum(p["seconds"] for p in parts) / sum(p["fresh"] for p in parts), 4)
-                                       if sum(p["fresh"] for p in parts) else None),
+                        "fresh": fresh, "s_per_task": round(wall / fresh, 4) if fresh else None,
                         "check_job_s": quantiles(seconds("check", filters)),
                         "timing_job_s": quantiles(seconds("time", filters)),
                         "task_total_s": quantiles(seconds("total", filters))},

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/build_dataset.sh on the CPU, end to end: prepare (synth, then dedup against a reference
 # set and the stream) -> filter in three parts, each on a copy of the state folder as a fresh
-# machine would get it (a fixed number of tasks, then a time limit, then until the target) ->
-# finish. No task may be filtered twice or lost between parts, and the card's counts must be the
+# machine would get it (a fixed number of tasks; then, after part 1's end is made to look cut off,
+# a time limit; then until the target) -> finish. No task may be filtered twice or lost between parts, and the card's counts must be the
 # records' own. Nothing is timed: the time limit only decides where part 2 stops.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
@@ -47,6 +47,11 @@ run filter --state "$s" --max-tasks 6
 cp -r "$scratch/m1" "$scratch/m2" && rm -rf "$scratch/m1"
 s=$scratch/m2/ops
 [[ -f $s/filter.db.gz && ! -e $s/filter.db ]] || fail "the store does not travel compressed: $(ls "$s")"
+# As if part 1's machine had gone away before its end: no summary, a cut last line, the store
+# left uncompressed. Part 2 must take it as it is.
+: >"$s/parts.jsonl"
+printf '{"id":"cut off mid-li' >>"$s/results.jsonl"
+gzip -d "$s/filter.db.gz"
 # Part 2: stopped by its time limit wherever it is (SIGTERM; no count is expected).
 run filter --state "$s" --seconds 2 --grace 60
 cp -r "$scratch/m2" "$scratch/m3" && rm -rf "$scratch/m2"
@@ -64,9 +69,12 @@ run filter --state "$s"
 n_res=$(wc -l <"$s/results.jsonl")
 [[ $(jq -r .id "$s/results.jsonl") == $(head -"$n_res" "$scratch/candidates") ]] ||
   fail "the results are not the first $n_res candidates, each once"
-jq -se --argjson n "$n_res" 'map(.from_store) | add == 0' "$s/parts.jsonl" >/dev/null || fail "a part took results from the store"
+jq -se '.[0] | .stop == "cut off: no summary" and .records == 6 and .fresh == null' "$s/parts.jsonl" >/dev/null ||
+  fail "part 1's lost summary is not recorded as cut off: $(head -1 "$s/parts.jsonl")"
+jq -se 'map(.from_store // 0) | add == 0' "$s/parts.jsonl" >/dev/null || fail "a part took results from the store"
 jq -se --argjson n "$n_res" 'map(.records) | add == $n' "$s/parts.jsonl" >/dev/null || fail "the parts' records do not add up to $n_res"
-jq -se --argjson n "$n_res" 'map(.fresh) | add == $n' "$s/parts.jsonl" >/dev/null || fail "the parts' fresh tasks do not add up to $n_res"
+jq -se --argjson n $((n_res - 6)) '.[1:] | map(.fresh) | add == $n' "$s/parts.jsonl" >/dev/null ||
+  fail "parts 2 and 3 did not filter the other $((n_res - 6)) afresh"
 [[ $(jq -r .part "$s/results.jsonl" | uniq | tr '\n' ' ') =~ ^1\ (2\ )?3\ $ ]] || fail "results out of part order"
 gzip -dc "$s/filter.db.gz" >"$scratch/filter.db"
 rows=$(sqlite3 "$scratch/filter.db" "SELECT count(*) FROM results WHERE stage = 'filter'")
