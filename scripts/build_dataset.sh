@@ -25,9 +25,10 @@
 #   --state DIR          the state folder (default .data/ops6k). On a device call point it into
 #                        $OUT (--state $OUT/ops6k) after copying the carried folder there; bring it
 #                        back by copying what the call returned to .data/ops6k and carrying
-#                        .data/ops6k in the next call. It holds at most 6 files: state.json,
-#                        candidates.jsonl.gz, results.jsonl, parts.jsonl, filter.db.gz (filter.db,
-#                        and filter.db-wal after a kill, while a part runs or after one was killed)
+#                        .data/ops6k in the next call. It holds 5 files: state.json,
+#                        candidates.jsonl.gz, results.jsonl.gz, parts.jsonl, filter.db.gz (while a
+#                        part runs, or after one was cut off: results.jsonl, filter.db and perhaps
+#                        filter.db-wal instead, which the next part takes as they are)
 #   --bin DIR            the binaries (default $CUDAAGENT_BIN, else build/layout/bin, else
 #                        build/release/bin)
 #   prepare:
@@ -145,7 +146,7 @@ prepare() {
   if [[ -f $state/state.json ]] && ((!force)); then
     die "$state is prepared already (--force discards it and its results)"
   fi
-  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
+  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,results.jsonl.gz,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
   device=${device:-cuda} seed=${seed:-1} count=${count:-24000} target=${target:-6000}
   local synth_size=()
   if [[ $device == cpu ]]; then
@@ -229,7 +230,7 @@ prepare() {
              near_stream: ($near_stream | length), near_stream_depth: ($near_stream | hist),
              errors: $dedup_errors, candidates: $candidates}}' >"$state/state.json" ||
     die "cannot write $state/state.json"
-  : >"$state/results.jsonl"
+  : | gzip -n >"$state/results.jsonl.gz"
   : >"$state/parts.jsonl"
   jq -r '"build_dataset: prepared \(.dedup.candidates) distinct candidates of \(.synth.tasks) tasks (\(.dedup.near_reference) near a reference, \(.dedup.near_stream) near an earlier task, \(.synth.errors) synth errors) in \(input_filename | sub("/state.json$"; ""))"' \
     "$state/state.json" >&2
@@ -237,10 +238,17 @@ prepare() {
 }
 
 # --- the state's results -----------------------------------------------------------------------
-# results.jsonl is appended to while a part runs, so a part cut off by the machine going away can
-# leave a cut last line: keep the parsable lines. An id twice would mean a task was filtered twice
-# (each part skips the ids already there): said, not hidden; finish takes the first.
-clean_results() {
+# The results travel as results.jsonl.gz. A part unpacks them into results.jsonl and appends to
+# it; a part cut off by its machine going away leaves that file, which then holds everything
+# (perhaps with a cut last line) and is taken over the .gz. Of its lines, the parsable ones are
+# kept. An id twice would mean a task was filtered twice (each part skips the ids already there):
+# said, not hidden; finish takes the first.
+open_results() {
+  if [[ ! -f $state/results.jsonl && -f $state/results.jsonl.gz ]]; then
+    gzip -dc "$state/results.jsonl.gz" >"$state/results.jsonl.tmp" && mv "$state/results.jsonl.tmp" "$state/results.jsonl" ||
+      die "cannot unpack $state/results.jsonl.gz"
+  fi
+  rm -f "$state/results.jsonl.gz"
   touch "$state/results.jsonl"
   jq -cR 'fromjson? | select(type == "object" and .id and .filter)' "$state/results.jsonl" >"$work/results.clean" ||
     die "cannot read $state/results.jsonl"
@@ -249,6 +257,7 @@ clean_results() {
   twice=$(jq -r .id "$state/results.jsonl" | sort | uniq -d | wc -l)
   ((twice == 0)) || echo "build_dataset: warning: $twice ids have more than one result in $state/results.jsonl" >&2
 }
+close_results() { gzip -6 -n -f "$state/results.jsonl" || die "cannot compress $state/results.jsonl"; }
 count_kept() { grep -c '"filter":{"kept":true' "$state/results.jsonl"; }
 
 # Progress and the projection, from every part so far: printed by filter and status.
@@ -278,7 +287,7 @@ report() {
 filter_part() {
   need_bin filter
   [[ -f $state/state.json && -f $state/candidates.jsonl.gz ]] || die "$state is not prepared (run prepare)"
-  clean_results
+  open_results
   # The store: a killed part leaves filter.db (and its -wal) uncompressed; that copy is newer.
   if [[ ! -f $state/filter.db && -f $state/filter.db.gz ]]; then
     gzip -dc "$state/filter.db.gz" >"$state/filter.db" || die "cannot unpack $state/filter.db.gz"
@@ -382,7 +391,7 @@ filter_part() {
   local ended seconds_used from_store fresh errors=0
   ended=$(date +%s)
   seconds_used=$((ended - started))
-  clean_results
+  open_results
   local new
   new=$(grep -c "\"part\":$part," "$state/results.jsonl")
   from_store=$(grep -o '[0-9]* from the store' "$log" 2>/dev/null | tail -1 | cut -d' ' -f1)
@@ -411,6 +420,7 @@ filter_part() {
         filter_version: $version}' >>"$state/parts.jsonl"
   fi
   report >&2
+  close_results
   case $stop in
     done | time | target | exhausted | time\ * | target\ *) return 0 ;;
     signal*) return 143 ;;
@@ -423,7 +433,7 @@ finish() {
   [[ -f $state/state.json ]] || die "$state is not prepared"
   command -v zstd >/dev/null || die "finish needs zstd"
   command -v python3 >/dev/null || die "finish needs python3"
-  clean_results
+  open_results
   local s_target
   s_target=$(setting .target)
   mkdir -p "$out_dir" || exit 1
@@ -435,6 +445,7 @@ finish() {
   local shipped
   shipped=$(wc -l <"$work/tasks.jsonl")
   if ((shipped < s_target && !partial)); then
+    close_results
     die "only $shipped of the $s_target kept tasks are in hand (filter more, or --partial for a sample)"
   fi
   zstd -q -19 -f "$work/tasks.jsonl" -o "$out_dir/tasks.jsonl.zst" || die "cannot write $out_dir/tasks.jsonl.zst"
@@ -447,6 +458,7 @@ finish() {
     --depths "$work/depths.jsonl" --catalog "$here/share/synth/operators.json" --shipped "$out_dir/tasks.jsonl.zst" \
     --rebuild "$rebuild" --json "$out_dir/card.json" --markdown "$out_dir/CARD.md" ||
     die "cannot write the card"
+  close_results
   echo "build_dataset: $shipped tasks in $out_dir/tasks.jsonl.zst ($(du -k "$out_dir/tasks.jsonl.zst" | cut -f1) KiB), card in $out_dir/CARD.md" >&2
 }
 
@@ -456,8 +468,9 @@ case $phase in
   finish) finish ;;
   status)
     [[ -f $state/state.json ]] || die "$state is not prepared"
-    clean_results
+    open_results
     report
+    close_results
     ;;
   all | sample)
     if [[ ! -f $state/state.json || $phase == sample ]]; then

@@ -77,7 +77,7 @@ def main():
 
     # The machine the filter ran on, as the records say (every distinct value, with its count).
     env = {key: counts(str(f.get(key)) for f in filters if f.get(key) is not None)
-           for key in ("device", "gpu", "torch", "python", "rules", "sandbox")}
+           for key in ("device", "gpu", "torch", "python", "seed", "rules", "sandbox")}
 
     # Eager time of the shipped tasks against the window: 10 log-spaced buckets over it.
     eager = [f["eager_ms"]["median"] for f in shipped_filters if f.get("eager_ms")]

@@ -25,7 +25,7 @@ run() {  # PHASE ARGS...: the script, its stderr in $scratch/err
 run prepare --device cpu --seed 1 --count $count --target $target --state "$scratch/m1/ops" \
   --reference "kb1=$refs/level1" --reference "kb2=$refs/level2" --reference "planted=$scratch/ref.jsonl"
 s=$scratch/m1/ops
-for f in state.json candidates.jsonl.gz results.jsonl parts.jsonl; do [[ -f $s/$f ]] || fail "prepare left no $f"; done
+for f in state.json candidates.jsonl.gz results.jsonl.gz parts.jsonl; do [[ -f $s/$f ]] || fail "prepare left no $f"; done
 gzip -dc "$s/candidates.jsonl.gz" | jq -r .id >"$scratch/candidates"
 n_cand=$(wc -l <"$scratch/candidates")
 jq -e --argjson c $count --argjson n "$n_cand" \
@@ -43,13 +43,15 @@ code=0
 
 # Part 1: the next 6 candidates exactly. Each later part runs on a copy, as a fresh machine would.
 run filter --state "$s" --max-tasks 6
-[[ $(jq -r .id "$s/results.jsonl") == $(head -6 "$scratch/candidates") ]] || fail "part 1 did not filter the first 6 candidates"
+[[ $(gzip -dc "$s/results.jsonl.gz" | jq -r .id) == $(head -6 "$scratch/candidates") ]] || fail "part 1 did not filter the first 6 candidates"
 cp -r "$scratch/m1" "$scratch/m2" && rm -rf "$scratch/m1"
 s=$scratch/m2/ops
-[[ -f $s/filter.db.gz && ! -e $s/filter.db ]] || fail "the store does not travel compressed: $(ls "$s")"
+[[ -f $s/filter.db.gz && ! -e $s/filter.db && -f $s/results.jsonl.gz && ! -e $s/results.jsonl ]] ||
+  fail "the state does not travel compressed: $(ls "$s")"
 # As if part 1's machine had gone away before its end: no summary, a cut last line, the store
 # left uncompressed. Part 2 must take it as it is.
 : >"$s/parts.jsonl"
+gzip -d "$s/results.jsonl.gz"
 printf '{"id":"cut off mid-li' >>"$s/results.jsonl"
 gzip -d "$s/filter.db.gz"
 # Part 2: stopped by its time limit wherever it is (SIGTERM; no count is expected).
@@ -63,11 +65,15 @@ grep -q "the target is reached" "$scratch/err" || fail "part 3 did not reach the
 run filter --state "$s"
 [[ $(wc -l <"$s/parts.jsonl") == 3 ]] || fail "expected 3 parts: $(cat "$s/parts.jsonl")"
 
+[[ $(ls "$s" | tr '\n' ' ') == "candidates.jsonl.gz filter.db.gz parts.jsonl results.jsonl.gz state.json " ]] ||
+  fail "the state holds: $(ls "$s")"
+gzip -dc "$s/results.jsonl.gz" >"$scratch/results.jsonl"
+
 # No task filtered twice, none lost: the results are the candidates' prefix in stream order, each
 # once; every part filtered afresh (nothing came from the store: no part re-ran an earlier one's
 # task) and the parts' records add up to the results; the store holds one row per result.
-n_res=$(wc -l <"$s/results.jsonl")
-[[ $(jq -r .id "$s/results.jsonl") == $(head -"$n_res" "$scratch/candidates") ]] ||
+n_res=$(wc -l <"$scratch/results.jsonl")
+[[ $(jq -r .id "$scratch/results.jsonl") == $(head -"$n_res" "$scratch/candidates") ]] ||
   fail "the results are not the first $n_res candidates, each once"
 jq -se '.[0] | .stop == "cut off: no summary" and .records == 6 and .fresh == null' "$s/parts.jsonl" >/dev/null ||
   fail "part 1's lost summary is not recorded as cut off: $(head -1 "$s/parts.jsonl")"
@@ -75,17 +81,17 @@ jq -se 'map(.from_store // 0) | add == 0' "$s/parts.jsonl" >/dev/null || fail "a
 jq -se --argjson n "$n_res" 'map(.records) | add == $n' "$s/parts.jsonl" >/dev/null || fail "the parts' records do not add up to $n_res"
 jq -se --argjson n $((n_res - 6)) '.[1:] | map(.fresh) | add == $n' "$s/parts.jsonl" >/dev/null ||
   fail "parts 2 and 3 did not filter the other $((n_res - 6)) afresh"
-[[ $(jq -r .part "$s/results.jsonl" | uniq | tr '\n' ' ') =~ ^1\ (2\ )?3\ $ ]] || fail "results out of part order"
+[[ $(jq -r .part "$scratch/results.jsonl" | uniq | tr '\n' ' ') =~ ^1\ (2\ )?3\ $ ]] || fail "results out of part order"
 gzip -dc "$s/filter.db.gz" >"$scratch/filter.db"
 rows=$(sqlite3 "$scratch/filter.db" "SELECT count(*) FROM results WHERE stage = 'filter'")
 [[ $rows == "$n_res" ]] || fail "the store holds $rows results, the state $n_res"
-kept=$(jq -s 'map(select(.filter.kept)) | length' "$s/results.jsonl")
+kept=$(jq -s 'map(select(.filter.kept)) | length' "$scratch/results.jsonl")
 ((kept >= target)) || fail "only $kept kept"
 
 # Finish: the first $target kept candidates in stream order, and a card that agrees with them.
 run finish --state "$s" --out "$scratch/out"
 zstd -q -dc "$scratch/out/tasks.jsonl.zst" >"$scratch/tasks.jsonl" || fail "cannot unpack the dataset"
-jq -r 'select(.filter.kept) | .id' "$s/results.jsonl" | head -$target >"$scratch/want"
+jq -r 'select(.filter.kept) | .id' "$scratch/results.jsonl" | head -$target >"$scratch/want"
 [[ $(jq -r .id "$scratch/tasks.jsonl") == $(cat "$scratch/want") ]] || fail "the shipped ids are not the first $target kept"
 jq -e 'select(.filter.kept != true or (.task.model_py | type) != "string")' "$scratch/tasks.jsonl" >/dev/null &&
   fail "a shipped record is not a kept task"
@@ -102,11 +108,11 @@ check "operator uses" '.families.operator_uses | add' 'map(.task.ops | length) |
 check "eager buckets" '[.eager_ms.buckets[].tasks] | add' length "$scratch/tasks.jsonl"
 check "kernelbench buckets" '[.kernelbench.score_buckets[]] | add' length "$scratch/tasks.jsonl"
 check "kernelbench max" .kernelbench.score_quantiles.max 'map(.nearest_kernelbench.score) | max | . * 10000 | round / 10000' "$scratch/tasks.jsonl"
-check filtered .pipeline.filtered length "$s/results.jsonl"
-check kept .pipeline.kept 'map(select(.filter.kept)) | length' "$s/results.jsonl"
-check "first reasons" .rejections.first_reason "map(select(.filter.kept | not) | .filter.reasons[0].check) | $hist" "$s/results.jsonl"
-check "every reason" .rejections.every_reason "map(select(.filter.kept | not) | .filter.reasons[].check) | $hist" "$s/results.jsonl"
-check "torch" '.environment.torch | keys' 'map(.filter.torch) | unique' "$s/results.jsonl"
+check filtered .pipeline.filtered length "$scratch/results.jsonl"
+check kept .pipeline.kept 'map(select(.filter.kept)) | length' "$scratch/results.jsonl"
+check "first reasons" .rejections.first_reason "map(select(.filter.kept | not) | .filter.reasons[0].check) | $hist" "$scratch/results.jsonl"
+check "every reason" .rejections.every_reason "map(select(.filter.kept | not) | .filter.reasons[].check) | $hist" "$scratch/results.jsonl"
+check "torch" '.environment.torch | keys' 'map(.filter.torch) | unique' "$scratch/results.jsonl"
 check parts '.parts | length' length "$s/parts.jsonl"
 jq -e --argjson n "$n_cand" '.pipeline.candidates == $n and .made.seed == 1 and .made.count == 40' "$card" >/dev/null ||
   fail "the card's settings: $(jq -c .made "$card")"
