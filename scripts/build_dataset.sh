@@ -449,6 +449,9 @@ finish() {
     die "only $shipped of the $s_target kept tasks are in hand (filter more, or --partial for a sample)"
   fi
   zstd -q -19 -f "$work/tasks.jsonl" -o "$out_dir/tasks.jsonl.zst" || die "cannot write $out_dir/tasks.jsonl.zst"
+  # The repository takes the dataset only while it stays small (issue 15: 10 MB compressed).
+  (($(wc -c <"$out_dir/tasks.jsonl.zst") <= 10000000)) ||
+    echo "build_dataset: warning: $out_dir/tasks.jsonl.zst is over 10 MB: too large to commit" >&2
   local rebuild
   rebuild=$(jq -r '"scripts/build_dataset.sh all --device \(.device) --seed \(.seed) --count \(.count) --target \(.target) --window-ms \(.window_ms | map(tostring) | join(",")) --timeout \(.timeout_s) --threshold \(.threshold)"
     + ([.references[] | " --reference \(.name)=\(.path)"] | join(""))' "$state/state.json")
