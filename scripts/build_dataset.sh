@@ -311,8 +311,8 @@ filter_part() {
   done
   # The next candidates, in stream order: those without a result.
   gzip -dc "$state/candidates.jsonl.gz" |
-    jq -c --slurpfile done <(jq -c .id "$state/results.jsonl") -n \
-      '(reduce $done[] as $i ({}; .[$i] = true)) as $seen | inputs | select($seen[.id] | not)' \
+    jq -c --slurpfile filtered <(jq -c .id "$state/results.jsonl") -n \
+      '(reduce $filtered[] as $i ({}; .[$i] = true)) as $seen | inputs | select($seen[.id] | not)' \
       >"$work/input.jsonl" || die "cannot read the candidates"
   if ((max_tasks > 0)); then
     head -n "$max_tasks" "$work/input.jsonl" >"$work/input.head" && mv "$work/input.head" "$work/input.jsonl"
@@ -336,7 +336,7 @@ filter_part() {
   else
     jobs=${jobs:-2}
   fi
-  local started stop=done rc=0
+  local started stop=finished rc=0
   started=$(date +%s)
   if ((kept >= s_target)); then
     stop=target
@@ -383,7 +383,7 @@ filter_part() {
     while wait "$filter_pid"; rc=$?; kill -0 "$filter_pid" 2>/dev/null; do :; done
     wait "$jq_pid"
     trap - TERM INT
-    if ((rc != 0 && rc != 143)) && [[ $stop == done ]]; then
+    if ((rc != 0 && rc != 143)) && [[ $stop == finished ]]; then
       stop="filter exit $rc"
       echo "build_dataset: cudaagent-filter exit $rc: $(tail -3 "$log")" >&2
     fi
@@ -422,7 +422,7 @@ filter_part() {
   report >&2
   close_results
   case $stop in
-    done | time | target | exhausted | time\ * | target\ *) return 0 ;;
+    finished | time | target | exhausted | time\ * | target\ *) return 0 ;;
     signal*) return 143 ;;
     *) return 1 ;;
   esac
