@@ -177,8 +177,13 @@ prepare() {
     ref_args+=(--reference "$ref")
     # Which files the set held, so the card can say exactly what the tasks were compared with.
     local files digest
-    files=$(find "$path" -name '*.py' | wc -l)
-    digest=$(find "$path" -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)
+    if [[ -d $path ]]; then
+      files=$(find "$path" -name '*.py' | wc -l)
+      digest=$(find "$path" -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)
+    else  # one .py file, or JSON Lines of tasks (counted by line)
+      files=$(grep -c . "$path")
+      digest=$(sha256sum <"$path" | cut -c1-16)
+    fi
     refs_json=$(jq -c --arg n "${ref%%=*}" --arg p "$path" --argjson f "$files" --arg d "$digest" \
       '. + [{name: $n, path: $p, files: $f, sha256_16: $d}]' <<<"$refs_json")
   done
