@@ -54,8 +54,9 @@ s=$scratch/m2/ops
 gzip -d "$s/results.jsonl.gz"
 printf '{"id":"cut off mid-li' >>"$s/results.jsonl"
 gzip -d "$s/filter.db.gz"
-# Part 2: stopped by its time limit wherever it is (SIGTERM; no count is expected).
-run filter --state "$s" --seconds 2 --grace 60
+# Part 2: at most 4 tasks (so that part 3 has work left), stopped by its time limit wherever it is
+# (SIGTERM; no count is expected).
+run filter --state "$s" --seconds 2 --grace 60 --max-tasks 4
 cp -r "$scratch/m2" "$scratch/m3" && rm -rf "$scratch/m2"
 s=$scratch/m3/ops
 # Part 3: until the target is in hand.
