@@ -18,12 +18,18 @@
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
+#   tests/gpu/lease_h200.sh dataset BIN OUT  one part of the training set's filter
+#       (scripts/build_dataset.sh filter) for most of the call: the state folder carried in as
+#       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh prepare` on the build machine)
+#       is copied to OUT/ops6k and the part runs there; what comes back as ops6k/ (5 files at most,
+#       with OUT/logs.tgz; the loose logs are removed so that the 8-file limit on what comes back
+#       keeps them all) replaces .data/ops6k before the next call
 #
 # Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs, and
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
@@ -119,8 +125,26 @@ data)
   cp "$logs/calibrate.txt" "$logs/calibration.md" 2>/dev/null
   finish filter-check.md data.txt calibration.md
   ;;
+dataset)
+  state_in=${DATASET_STATE:-$root/.data/ops6k}
+  if [[ ! -f $state_in/state.json ]]; then
+    echo "lease_h200: no prepared state in $state_in (carry .data/ops6k)" >&2
+    exit 1
+  fi
+  rm -rf "$out/ops6k" && cp -r "$state_in" "$out/ops6k" || exit 1
+  with_binaries
+  # The part stops by SIGTERM 90 s before the phase's end: running tasks finish (torch.compile of
+  # a large task can take a minute) and the store is compressed before the files go back.
+  step dataset "$(($(left) - 15))" bash "$root/scripts/build_dataset.sh" filter --state "$out/ops6k" --bin "$bin" \
+    --seconds "$(($(left) - 90))" --grace 45 ${DATASET_JOBS:+--jobs "$DATASET_JOBS"} --log "$logs/dataset-filter.log"
+  bash "$root/scripts/build_dataset.sh" status --state "$out/ops6k" >"$logs/dataset.md" 2>&1
+  tail -5 "$logs/dataset.txt" >>"$logs/dataset.md"
+  ls -l "$out/ops6k" >>"$logs/dataset.md"
+  finish dataset.md
+  rm -rf "$logs"
+  ;;
 *)
-  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa, data)" >&2
+  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa, data, dataset)" >&2
   exit 2
   ;;
 esac
