@@ -135,6 +135,7 @@ Status Builder::prepare(const std::string& out_dir) {
   }
   if (!make_directories(out_dir)) return Status::error("cannot create '" + out_dir + "'");
   cache_ = options_.cache_dir.empty() ? out_dir + "/cache" : options_.cache_dir;
+  result_.cache_dir = cache_;
   if (!make_directories(cache_ + "/objects") || !make_directories(cache_ + "/pch") ||
       !make_directories(cache_ + "/modules")) {
     return Status::error("cannot create the build cache in '" + cache_ + "'");

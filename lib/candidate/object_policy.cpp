@@ -204,14 +204,15 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
 
 namespace {
 
-// Where the tools' text for an object's bytes is kept: beside the build cache the object came from
-// (<cache>/objects/<key>.o -> <cache>/object-tools/), under the SHA-256 of those bytes. The same
-// bytes always read the same, and profile reads what verify read: each tool is a sandboxed
-// process, four of them for a usual candidate. Empty when the object cannot be read.
-std::string tool_texts_stem(const std::string& object) {
+// Where the tools' text for an object's bytes is kept: in the build cache the object came from
+// (<cache>/object-tools/), under the SHA-256 of those bytes. The same bytes always read the same,
+// and profile reads what verify read: each tool is a sandboxed process, four of them for a usual
+// candidate. Empty (run the tools, keep nothing) without a cache or when the object cannot be read.
+std::string tool_texts_stem(const std::string& cache_dir, const std::string& object) {
+  if (cache_dir.empty()) return {};
   std::string bytes;
   if (!read_whole_file(object, bytes)) return {};
-  const std::filesystem::path dir = std::filesystem::path(object).parent_path().parent_path() / "object-tools";
+  const std::filesystem::path dir = std::filesystem::path(cache_dir) / "object-tools";
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return {};
@@ -255,7 +256,7 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     if (!starts(step.source, "kernels/") || step.object.empty()) continue;
     ObjectFacts facts;
     facts.source = step.source;
-    const std::string stem = tool_texts_stem(step.object);
+    const std::string stem = tool_texts_stem(build.cache_dir, step.object);
     std::string nm_text, objdump_text;
     if (stem.empty() || !read_whole_file(stem + ".nm", nm_text) || !read_whole_file(stem + ".objdump", objdump_text)) {
       auto nm = run({options.nm, "-g", "-C", step.object});

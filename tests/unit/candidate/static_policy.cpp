@@ -168,6 +168,40 @@ TEST_CASE("the object step: findings and their verdict, a runner that fails is i
   CHECK(failing.findings.empty());
 }
 
+TEST_CASE("with a build cache, the object tools' output is kept and read again for the same bytes") {
+  TempDir dir;
+  const std::string source = dir.file("a.cpp"), object = dir.file("a.o");
+  write_file(source, "#include <dlfcn.h>\nvoid* find(const char* name) { return dlsym(nullptr, name); }\n");
+  const std::string command = "g++ -std=c++17 -O2 -fPIC -w -c " + source + " -o " + object;
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  BuildResult build;
+  build.ok = true;
+  build.cache_dir = dir.file("cache");
+  CompileStep step;
+  step.source = "kernels/a.cpp";
+  step.object = object;
+  step.ok = true;
+  build.steps.push_back(step);
+  const auto first = cudaagent::check_object_policy(build, policy(), {});
+  REQUIRE_FALSE(first.infra);
+  REQUIRE(cudaagent::object_policy_verdict(first.findings));
+
+  // The tools cannot run now, yet the same bytes are judged the same from what was kept.
+  const auto no_tools = [](const cudaagent::ProcessSpec&) -> cudaagent::Result<cudaagent::ProcessResult> {
+    return cudaagent::Status::error("no sandbox");
+  };
+  const auto again = cudaagent::check_object_policy(build, policy(), no_tools);
+  CHECK_FALSE(again.infra);
+  const auto verdict = cudaagent::object_policy_verdict(again.findings);
+  REQUIRE(verdict);
+  CHECK(verdict->reason.rfind("dynamic-lookup: kernels/a.cpp", 0) == 0);
+
+  // Other bytes are other keys: the tools must run for them.
+  write_file(source, "int plain(int x) { return x + 1; }\n");
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  CHECK(cudaagent::check_object_policy(build, policy(), no_tools).infra);
+}
+
 TEST_CASE("object findings: none is no verdict; tampering outranks forbidden use in the reason") {
   CHECK_FALSE(cudaagent::object_policy_verdict({}));
   const std::vector<PolicyFinding> findings{

@@ -58,6 +58,9 @@ struct BuildResult {
   std::string warnings;           // the first lines the compilers printed on steps that succeeded
   double seconds = 0;
   double cpu_seconds = 0;         // charged to the build budget
+  // The build cache the objects and the module came from; the object policy keeps its tools'
+  // output there too (object-tools/). Empty for a result not made by build_extension: no caching.
+  std::string cache_dir;
 };
 
 // Builds `workspace_dir` (which holds the snapshot and pristine binding files) into `out_dir`.
