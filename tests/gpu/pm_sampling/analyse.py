@@ -153,8 +153,8 @@ def analyse(samples_path, workload_path, active=None, elapsed=None):
         res[f"{name}_est_cv"] = cv(est)
         res[f"{name}_ratio_to_event"] = statistics.median(est) / res["event_us_median"]
         res[f"{name}_samples_per_kernel_median"] = statistics.median(n)
-        lo = min(a for a, _ in host_win) - 10_000_000
-        hi = max(b for _, b in host_win) + 10_000_000
+        lo = min(a for a, _ in all_win) - 10_000_000
+        hi = max(b for _, b in all_win) + 10_000_000
         span_busy = idx.busy_in(lo, hi, s)[0]
         res[f"{name}_busy_outside_us"] = (span_busy - known) / 1e3
         res[f"{name}_busy_outside_per_kernel_us"] = (span_busy - known) / 1e3 / len(kernels)
@@ -199,7 +199,37 @@ def fmt(res):
     )
 
 
+def idle(samples_path, active=None, elapsed=None):
+    """Busy time a sampler sees with no kernels of ours: the noise floor."""
+    sh, samples = load(samples_path)
+    metrics = sh["metrics"]
+    ia = metrics.index(active or metrics[0])
+    ie = metrics.index(elapsed or metrics[1])
+    busy = [r["v"][ia] / r["v"][ie] * (r["e"] - r["s"]) for r in samples if r["v"][ie] > 0]
+    span = (samples[-1]["e"] - samples[0]["s"]) if samples else 0
+    durs = sorted(r["e"] - r["s"] for r in samples)
+    return {"interval_ns": sh["interval_ns"], "samples": len(samples), "overflow": sh["overflow"],
+            "span_ms": span / 1e6, "busy_us": sum(busy) / 1e3,
+            "busy_us_per_s": (sum(busy) / 1e3) / (span / 1e9) if span else float("nan"),
+            "nonzero_samples": sum(1 for b in busy if b > 0),
+            "sample_ns_median": durs[len(durs) // 2] if durs else None}
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--idle":
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--idle", dest="samples", required=True)
+        ap.add_argument("--json")
+        a = ap.parse_args()
+        res = idle(a.samples)
+        print(f"idle: interval {res['interval_ns']} ns, {res['samples']} samples "
+              f"(median {res['sample_ns_median']} ns) over {res['span_ms']:.1f} ms, "
+              f"busy {res['busy_us']:.1f} us ({res['busy_us_per_s']:.1f} us/s), "
+              f"{res['nonzero_samples']} samples non-zero, overflow={res['overflow']}")
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("samples")
     ap.add_argument("workload")

@@ -117,8 +117,8 @@ struct SampleArgs {
     std::vector<std::string> metrics{"gr__cycles_active.avg", "gr__cycles_elapsed.max",
                                      "sm__cycles_active.avg"};
     std::string out;
-    size_t hw_buffer_mb = 512;     // raw records before decode; big so a slow decode never overflows
-    uint32_t max_samples = 200000; // decoded samples held before the image is recycled
+    size_t hw_buffer_mb = 1024;     // raw records before decode; big so a slow decode never overflows
+    uint32_t max_samples = 2000000; // decoded samples held before the image must be evaluated and recycled
     unsigned decode_ms = 10;       // how often the trusted side drains the hardware buffer
     bool sysclk = false;           // trigger on SYSCLK cycles instead of GPU time (fallback test)
     bool own_context = true;       // retain a primary context in the sampler (see README)
@@ -243,9 +243,12 @@ struct Decoder {
         emitted = info.numCompletedSamples;
     }
 
-    // Drain the hardware buffer into the image; recycle the image whenever it
-    // fills so a long run never loses samples. Returns when all records seen.
-    void drain() {
+    // Drain the hardware buffer into the image; when the image fills, evaluate
+    // it and recycle it so a long run never loses samples. While the workload
+    // runs, evaluation (the slow part) is deferred unless the image is full, so
+    // the decode keeps pace with the hardware buffer. Returns when all records
+    // have been decoded.
+    void drain(bool evaluate) {
         for (;;) {
             CUpti_PmSampling_DecodeData_Params d{};
             d.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
@@ -261,10 +264,17 @@ struct Decoder {
             }
             check_cupti(r, "cuptiPmSamplingDecodeData", __FILE__, __LINE__);
             if (d.overflow) overflow = true;
-            size_t total = 0;
-            emit_completed(total);
+            CUpti_PmSampling_GetCounterDataInfo_Params info{};
+            info.structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE;
+            info.pCounterDataImage = image.data();
+            info.counterDataImageSize = image.size();
+            CUPTI(cuptiPmSamplingGetCounterDataInfo(&info));
             const bool full = d.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL ||
-                              emitted >= total;
+                              info.numCompletedSamples >= info.numTotalSamples;
+            if (full || evaluate) {
+                size_t total = 0;
+                emit_completed(total);
+            }
             if (full) {
                 init_image();
                 ++image_recycles;
@@ -394,6 +404,13 @@ int run_sample(const SampleArgs& a) {
     cds.numMetrics = metric_ptrs.size();
     cds.maxSamples = a.max_samples;
     CUPTI(cuptiPmSamplingGetCounterDataSize(&cds));
+    constexpr size_t kImageCap = size_t(2) << 30; // host memory for decoded samples
+    if (cds.counterDataSize > kImageCap) {
+        cds.maxSamples = uint32_t(double(cds.maxSamples) * kImageCap / cds.counterDataSize);
+        CUPTI(cuptiPmSamplingGetCounterDataSize(&cds));
+    }
+    std::fprintf(stderr, "probe: chip %s, interval %llu ns, counter image %zu bytes for %u samples\n",
+                 chip_name.c_str(), (unsigned long long)a.interval_ns, cds.counterDataSize, cds.maxSamples);
     dec.image.resize(cds.counterDataSize);
     dec.init_image();
 
@@ -425,7 +442,7 @@ int run_sample(const SampleArgs& a) {
             std::perror("probe: waitpid");
             return 1;
         }
-        dec.drain();
+        dec.drain(false);
         std::this_thread::sleep_for(std::chrono::milliseconds(a.decode_ms));
     }
     const uint64_t child_exit_mono = mono_ns();
@@ -435,7 +452,9 @@ int run_sample(const SampleArgs& a) {
     sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
     sp.pPmSamplingObject = en.pPmSamplingObject;
     CUPTI(cuptiPmSamplingStop(&sp));
-    dec.drain();
+    const uint64_t stopped_mono = mono_ns();
+    dec.drain(true);
+    const uint64_t evaluated_mono = mono_ns();
     uint64_t ts1 = 0, mono1 = 0, w1 = 0;
     timestamp_pair(ts1, mono1, w1);
 
@@ -467,14 +486,16 @@ int run_sample(const SampleArgs& a) {
                  "\"decode_calls\":%zu,\"image_recycles\":%zu,\"own_context\":%s,"
                  "\"pairs\":[{\"cupti\":%llu,\"mono\":%llu,\"width\":%llu},"
                  "{\"cupti\":%llu,\"mono\":%llu,\"width\":%llu}],"
-                 "\"started_mono\":%llu,\"child_exit_mono\":%llu,\"child_rc\":%d}\n",
+                 "\"started_mono\":%llu,\"child_exit_mono\":%llu,\"child_rc\":%d,"
+                 "\"image_bytes\":%zu,\"hw_buffer_mb\":%zu,\"final_evaluate_ms\":%.1f}\n",
                  json_escape(chip_name).c_str(), json_escape(dev_name).c_str(),
                  (unsigned long long)a.interval_ns, a.sysclk ? "sysclk" : "gpu_time",
                  metrics_json.c_str(), dec.overflow ? "true" : "false", dec.lines.size(),
                  dec.decode_calls, dec.image_recycles, a.own_context ? "true" : "false",
                  (unsigned long long)ts0, (unsigned long long)mono0, (unsigned long long)w0,
                  (unsigned long long)ts1, (unsigned long long)mono1, (unsigned long long)w1,
-                 (unsigned long long)started_mono, (unsigned long long)child_exit_mono, child_rc);
+                 (unsigned long long)started_mono, (unsigned long long)child_exit_mono, child_rc,
+                 dec.image.size(), a.hw_buffer_mb, (evaluated_mono - stopped_mono) / 1e6);
     for (const auto& l : dec.lines) {
         std::fputs(l.c_str(), f);
         std::fputc('\n', f);
