@@ -23,6 +23,9 @@ def sample(args):
     if "--list-metrics" in args:
         print("PM sampling base metrics (counter, 2):\n  gr__cycles_active\n  gr__cycles_elapsed", file=sys.stderr)
         return 0
+    if any(m.startswith("bogus") for m in arg(args, "--metrics").split(",")):
+        print("probe: metric 'bogus' is not a PM-sampling base metric on FAKE", file=sys.stderr)
+        return 2  # as the real probe does for a refused metric
     cmd = args[args.index("--") + 1:]
     iv = int(arg(args, "--interval-ns"))
     metrics = arg(args, "--metrics").split(",")

@@ -269,18 +269,20 @@ struct Decoder {
             info.pCounterDataImage = image.data();
             info.counterDataImageSize = image.size();
             CUPTI(cuptiPmSamplingGetCounterDataInfo(&info));
+            // "Full" by stop reason, or by count (the header leaves open whether
+            // numTotalSamples is capacity or count; either way this is safe).
             const bool full = d.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL ||
-                              info.numCompletedSamples >= info.numTotalSamples;
+                              (info.numCompletedSamples > 0 &&
+                               info.numCompletedSamples >= info.numTotalSamples);
             if (full || evaluate) {
                 size_t total = 0;
                 emit_completed(total);
             }
-            if (full) {
-                init_image();
-                ++image_recycles;
-                continue;
-            }
-            return;
+            if (!full) return;
+            init_image();
+            ++image_recycles;
+            // only decode again if the hardware buffer still holds records
+            if (d.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) return;
         }
     }
 };

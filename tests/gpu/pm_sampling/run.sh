@@ -108,6 +108,8 @@ if [ $rc -eq 2 ]; then
   echo "**Requested metrics refused; stopping. Pick from base_metrics.txt and rerun with METRICS=...**" >>"$SUMMARY"
   cat "$SUMMARY"; exit 2
 fi
+echo "Metrics used from here on: $METRICS" >>"$SUMMARY"
+echo >>"$SUMMARY"
 
 # --- 2. idle baseline: busy time seen with nothing of ours running ---
 echo "## Idle baseline (sampling around \`sleep 0.3\`, 1000 ns)" >>"$SUMMARY"
@@ -131,7 +133,7 @@ run_pair() { # interval D [extra sampler flags...]
     echo "| $iv | $d $* | skipped: time budget | | | | | | | | | |" >>"$SUMMARY"; return
   fi
   local t0=$(date +%s.%N)
-  timeout "$(left 90)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" "$@" -- \
+  timeout "$(left 90)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" ${SAMPLER_FLAGS:-} "$@" -- \
     "$PROBE" workload --kernel-us "$d" --count "$COUNT" --gap-us "$GAP_US" --out "$w" \
     >>"$LOG" 2>>"$LOG"
   local rc=$? t1=$(date +%s.%N)
@@ -171,19 +173,24 @@ echo "## Interval acceptance (sampling around \`sleep 0.05\`)" >>"$SUMMARY"
 echo >>"$SUMMARY"
 echo "| interval ns | rc | samples | median sample ns | overflow | note |" >>"$SUMMARY"
 echo "|---|---|---|---|---|---|" >>"$SUMMARY"
-for iv in $PROBE_INTERVALS; do
-  f="$WORK/accept_$iv.jsonl"
+# last row: the SYSCLK trigger (interval in sys-clock cycles), the fallback if
+# the GPU-time trigger were refused
+for iv in $PROBE_INTERVALS sysclk1000; do
+  extra=""
+  if [ "$iv" = sysclk1000 ]; then extra="--sysclk"; iv=1000; fi
+  f="$WORK/accept_$iv$extra.jsonl"
   [ "$(left 30)" -ge 10 ] || { echo "| $iv | | | | | skipped: time budget |" >>"$SUMMARY"; continue; }
-  timeout "$(left 30)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$f" -- sleep 0.05 \
-    >"$WORK/accept_$iv.out" 2>"$WORK/accept_$iv.err"
+  timeout "$(left 30)" "$PROBE" sample --interval-ns "$iv" $extra --metrics "$METRICS" --out "$f" -- sleep 0.05 \
+    >/dev/null 2>"$WORK/accept.err"
   rc=$?
-  cat "$WORK/accept_$iv.err" >>"$LOG"
+  cat "$WORK/accept.err" >>"$LOG"
+  [ -n "$extra" ] && iv="$iv cycles (sysclk)"
   if [ $rc -eq 0 ] && [ -s "$f" ]; then
-    line=$(python3 "$HERE/analyse.py" --idle "$f" --json "$WORK/accept_$iv.json" 2>>"$LOG")
-    read -r n med ov < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["samples"], r["sample_ns_median"], r["overflow"])' "$WORK/accept_$iv.json")
+    python3 "$HERE/analyse.py" --idle "$f" --json "$WORK/accept.json" >/dev/null 2>>"$LOG"
+    read -r n med ov < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["samples"], r["sample_ns_median"], r["overflow"])' "$WORK/accept.json")
     echo "| $iv | 0 | $n | $med | $ov | |" >>"$SUMMARY"
   else
-    echo "| $iv | $rc | | | | $(tail -1 "$WORK/accept_$iv.err" | tr '|' '/') |" >>"$SUMMARY"
+    echo "| $iv | $rc | | | | $(tail -1 "$WORK/accept.err" | tr '|' '/') |" >>"$SUMMARY"
   fi
 done
 echo >>"$SUMMARY"
