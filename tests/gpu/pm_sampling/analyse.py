@@ -85,6 +85,8 @@ def analyse(samples_path, workload_path, active=None, elapsed=None):
     all_kernels = kernels
     kernels = [k for k in kernels if not k["warmup"]]
     res = {"chip": sh["chip"], "interval_ns": sh["interval_ns"], "overflow": sh["overflow"],
+           "truncated": sh.get("truncated", False), "dropped": sh.get("dropped", 0),
+           "final_evaluate_ms": sh.get("final_evaluate_ms"),
            "samples": len(samples), "kernel_us": wh["kernel_us"], "kernels": len(kernels),
            "active_metric": active, "elapsed_metric": elapsed}
     if not samples or not kernels:
@@ -113,6 +115,16 @@ def analyse(samples_path, workload_path, active=None, elapsed=None):
         a, e = r["v"][ia], r["v"][ie]
         busy.append(a / e * d if e > 0 else 0.0)
     idx = BusyIndex(starts, ends, busy)
+    # Only kernels the samples cover (all of them unless evaluation was cut
+    # short or sampling started late).
+    lo_cov, hi_cov = min(starts), max(ends)
+    covered = [k for k in kernels if k["t0"] >= lo_cov and k["t1"] <= hi_cov]
+    res["kernels_not_covered"] = len(kernels) - len(covered)
+    kernels = covered
+    all_kernels = [k for k in all_kernels if k["t0"] >= lo_cov and k["t1"] <= hi_cov]
+    if not kernels:
+        res["error"] = "no kernel inside the sampled span"
+        return res
     res["busy_total_us"] = idx.total() / 1e3
 
     ev = [k["event_us"] for k in kernels]
@@ -168,6 +180,17 @@ def analyse(samples_path, workload_path, active=None, elapsed=None):
     res["gt_est_cv"] = cv(per)
     res["gt_ratio_to_globaltimer"] = statistics.median(per) / res["globaltimer_us_median"]
     res["gt_windows_with_samples"] = sum(1 for a, b in gt_win if gidx.busy_in(a, b)[1] > 0) / len(gt_win)
+    # A third metric (default sm__cycles_active.avg) as a second estimator
+    # over the same elapsed cycles: SM-level rather than engine-level activity.
+    if len(metrics) > 2:
+        i3 = 2
+        alt = [r["v"][i3] / r["v"][ie] * d if r["v"][ie] > 0 else 0.0 for r, d in zip(samples, durs)]
+        aidx = BusyIndex(starts, ends, alt)
+        per = [aidx.busy_in(a, b, shift)[0] / 1e3 for a, b in host_win]
+        res["alt_metric"] = metrics[i3]
+        res["alt_est_us_median"] = statistics.median(per)
+        res["alt_est_cv"] = cv(per)
+        res["alt_ratio_to_event"] = statistics.median(per) / res["event_us_median"]
     # the best estimate the owner can form without the workload's help:
     # per-kernel errors vs the kernel's own event time
     est = [idx.busy_in(a, b, shift)[0] / 1e3 for a, b in host_win]
@@ -183,7 +206,9 @@ def fmt(res):
     return (
         f"interval {res['interval_ns']} ns, D={res['kernel_us']} us ({res['kernels']} kernels, "
         f"{res['samples']} samples of {res['sample_ns_median']:.0f} ns [{res['sample_ns_min']}..{res['sample_ns_max']}], "
-        f"max gap {res['sample_gap_ns_max']} ns, overflow={res['overflow']})\n"
+        f"max gap {res['sample_gap_ns_max']} ns, overflow={res['overflow']}, truncated={res['truncated']} "
+        f"dropped {res['dropped']}, final evaluate {res['final_evaluate_ms']} ms, "
+        f"kernels not covered {res['kernels_not_covered']})\n"
         f"  samples inside timestamp pairs: {res['samples_within_timestamp_pairs']:.3f}, clock slope {res['clock_slope']:.9f}, "
         f"best host shift {res['host_shift_us']:.1f} us\n"
         f"  event median {res['event_us_median']:.2f} us, host [launch,sync] {res['host_us_median']:.2f} us, "
@@ -195,7 +220,9 @@ def fmt(res):
         f"|err| median {res['shifted_abs_err_us_median']:.2f} p90 {res['shifted_abs_err_us_p90']:.2f} us\n"
         f"  PM est (globaltimer windows):   {res['gt_est_us_median']:.2f} us ratio {res['gt_ratio_to_globaltimer']:.3f} "
         f"CV {res['gt_est_cv']:.3f}, windows with samples {res['gt_windows_with_samples']:.2f}\n"
-        f"  busy total {res['busy_total_us']:.1f} us"
+        + (f"  {res['alt_metric']}/elapsed (shifted host windows): {res['alt_est_us_median']:.2f} us "
+           f"ratio {res['alt_ratio_to_event']:.3f} CV {res['alt_est_cv']:.3f}\n" if "alt_metric" in res else "")
+        + f"  busy total {res['busy_total_us']:.1f} us"
     )
 
 

@@ -14,6 +14,8 @@
 #include <cupti_activity.h>
 #include <cupti_result.h>
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +125,8 @@ struct SampleArgs {
     bool sysclk = false;           // trigger on SYSCLK cycles instead of GPU time (fallback test)
     bool own_context = true;       // retain a primary context in the sampler (see README)
     bool list_metrics = false;
+    bool handshake = false;        // COMMAND is `probe workload`: start sampling once it is ready
+    unsigned eval_budget_s = 60;   // stop evaluating (and say so) after this long
     std::vector<char*> command;
 };
 
@@ -192,6 +196,9 @@ struct Decoder {
     bool overflow = false;
     size_t decode_calls = 0;
     size_t image_recycles = 0;
+    uint64_t eval_deadline = 0; // mono ns; 0 = none
+    bool truncated = false;     // evaluation stopped at the deadline
+    size_t dropped = 0;         // samples decoded but not evaluated
     std::vector<std::string> lines;
 
     void init_image() {
@@ -214,6 +221,13 @@ struct Decoder {
         std::vector<double> values(metric_ptrs.size());
         char buf[128];
         for (size_t i = emitted; i < info.numCompletedSamples; ++i) {
+            // Evaluation is the slow part; past the budget keep what we have
+            // (in time order) rather than be killed with nothing written.
+            if (eval_deadline && (i % 1024) == 0 && mono_ns() > eval_deadline) {
+                truncated = true;
+                dropped += info.numCompletedSamples - i;
+                break;
+            }
             CUpti_PmSampling_CounterData_GetSampleInfo_Params s{};
             s.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
             s.pPmSamplingObject = sampler;
@@ -416,13 +430,25 @@ int run_sample(const SampleArgs& a) {
     dec.image.resize(cds.counterDataSize);
     dec.init_image();
 
-    uint64_t ts0 = 0, mono0 = 0, w0 = 0;
-    timestamp_pair(ts0, mono0, w0);
-    CUpti_PmSampling_Start_Params st{};
-    st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
-    st.pPmSamplingObject = en.pPmSamplingObject;
-    CUPTI(cuptiPmSamplingStart(&st));
-    const uint64_t started_mono = mono_ns();
+    // Without --handshake sampling starts before COMMAND is forked. With it,
+    // `probe workload` first initialises CUDA (context creation is not what we
+    // measure, and it would add ~1 s of samples to evaluate), says "ready" on
+    // a pipe, and waits for "go", sent right after sampling has started.
+    uint64_t ts0 = 0, mono0 = 0, w0 = 0, started_mono = 0;
+    auto start_sampling = [&] {
+        timestamp_pair(ts0, mono0, w0);
+        CUpti_PmSampling_Start_Params st{};
+        st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
+        st.pPmSamplingObject = en.pPmSamplingObject;
+        CUPTI(cuptiPmSamplingStart(&st));
+        started_mono = mono_ns();
+    };
+    int ready[2] = {-1, -1}, go[2] = {-1, -1};
+    if (a.handshake && (pipe(ready) != 0 || pipe(go) != 0)) {
+        std::perror("probe: pipe");
+        return 1;
+    }
+    if (!a.handshake) start_sampling();
 
     pid_t child = fork();
     if (child < 0) {
@@ -430,11 +456,40 @@ int run_sample(const SampleArgs& a) {
         return 1;
     }
     if (child == 0) {
+        if (a.handshake) {
+            close(ready[0]);
+            close(go[1]);
+            setenv("PM_PROBE_READY_FD", std::to_string(ready[1]).c_str(), 1);
+            setenv("PM_PROBE_GO_FD", std::to_string(go[0]).c_str(), 1);
+        }
         std::vector<char*> argv = a.command;
         argv.push_back(nullptr);
         execvp(argv[0], argv.data());
         std::fprintf(stderr, "probe: exec %s: %s\n", argv[0], std::strerror(errno));
         _exit(127);
+    }
+    if (a.handshake) {
+        close(ready[1]);
+        close(go[0]);
+        pollfd pfd{ready[0], POLLIN, 0};
+        char byte = 0;
+        const int pr = poll(&pfd, 1, 120000);
+        if (pr != 1 || read(ready[0], &byte, 1) != 1) {
+            std::fprintf(stderr, "probe: workload never said ready (%s)\n",
+                         pr == 0 ? "timeout" : "it exited or failed");
+            kill(child, SIGKILL);
+            waitpid(child, nullptr, 0);
+            return 1;
+        }
+        start_sampling();
+        if (write(go[1], "g", 1) != 1) {
+            std::perror("probe: write go");
+            kill(child, SIGKILL);
+            waitpid(child, nullptr, 0);
+            return 1;
+        }
+        close(go[1]);
+        close(ready[0]);
     }
     int status = 0;
     for (;;) {
@@ -454,11 +509,12 @@ int run_sample(const SampleArgs& a) {
     sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
     sp.pPmSamplingObject = en.pPmSamplingObject;
     CUPTI(cuptiPmSamplingStop(&sp));
-    const uint64_t stopped_mono = mono_ns();
-    dec.drain(true);
-    const uint64_t evaluated_mono = mono_ns();
     uint64_t ts1 = 0, mono1 = 0, w1 = 0;
     timestamp_pair(ts1, mono1, w1);
+    const uint64_t stopped_mono = mono_ns();
+    dec.eval_deadline = stopped_mono + uint64_t(a.eval_budget_s) * 1000000000ull;
+    dec.drain(true);
+    const uint64_t evaluated_mono = mono_ns();
 
     CUpti_PmSampling_Disable_Params dis{};
     dis.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE;
@@ -489,7 +545,8 @@ int run_sample(const SampleArgs& a) {
                  "\"pairs\":[{\"cupti\":%llu,\"mono\":%llu,\"width\":%llu},"
                  "{\"cupti\":%llu,\"mono\":%llu,\"width\":%llu}],"
                  "\"started_mono\":%llu,\"child_exit_mono\":%llu,\"child_rc\":%d,"
-                 "\"image_bytes\":%zu,\"hw_buffer_mb\":%zu,\"final_evaluate_ms\":%.1f}\n",
+                 "\"image_bytes\":%zu,\"hw_buffer_mb\":%zu,\"final_evaluate_ms\":%.1f,"
+                 "\"truncated\":%s,\"dropped\":%zu,\"handshake\":%s}\n",
                  json_escape(chip_name).c_str(), json_escape(dev_name).c_str(),
                  (unsigned long long)a.interval_ns, a.sysclk ? "sysclk" : "gpu_time",
                  metrics_json.c_str(), dec.overflow ? "true" : "false", dec.lines.size(),
@@ -497,7 +554,8 @@ int run_sample(const SampleArgs& a) {
                  (unsigned long long)ts0, (unsigned long long)mono0, (unsigned long long)w0,
                  (unsigned long long)ts1, (unsigned long long)mono1, (unsigned long long)w1,
                  (unsigned long long)started_mono, (unsigned long long)child_exit_mono, child_rc,
-                 dec.image.size(), a.hw_buffer_mb, (evaluated_mono - stopped_mono) / 1e6);
+                 dec.image.size(), a.hw_buffer_mb, (evaluated_mono - stopped_mono) / 1e6,
+                 dec.truncated ? "true" : "false", dec.dropped, a.handshake ? "true" : "false");
     for (const auto& l : dec.lines) {
         std::fputs(l.c_str(), f);
         std::fputc('\n', f);
@@ -506,8 +564,9 @@ int run_sample(const SampleArgs& a) {
         std::fprintf(stderr, "probe: write %s failed\n", a.out.c_str());
         return 1;
     }
-    std::fprintf(stderr, "probe: %zu samples, overflow=%d, child rc=%d -> %s\n", dec.lines.size(),
-                 int(dec.overflow), child_rc, a.out.c_str());
+    std::fprintf(stderr, "probe: %zu samples (%zu dropped), overflow=%d, final evaluate %.1f ms, child rc=%d -> %s\n",
+                 dec.lines.size(), dec.dropped, int(dec.overflow), (evaluated_mono - stopped_mono) / 1e6,
+                 child_rc, a.out.c_str());
     return child_rc == 0 ? 0 : 3;
 }
 
@@ -573,6 +632,19 @@ int run_workload(const WorkloadArgs& a) {
         std::fprintf(stderr, "probe workload: cannot write %s\n", a.out.c_str());
         return 1;
     }
+    // Handshake with `probe sample --handshake` (see there): ready, then go.
+    const char* ready_fd = std::getenv("PM_PROBE_READY_FD");
+    const char* go_fd = std::getenv("PM_PROBE_GO_FD");
+    if (ready_fd && go_fd) {
+        const int rfd = std::atoi(ready_fd), gfd = std::atoi(go_fd);
+        char byte = 0;
+        if (write(rfd, "r", 1) != 1 || read(gfd, &byte, 1) != 1) {
+            std::fprintf(stderr, "probe workload: handshake with the sampler failed\n");
+            return 1;
+        }
+        close(rfd);
+        close(gfd);
+    }
     std::fprintf(f, "{\"header\":true,\"kernel_us\":%u,\"count\":%u,\"gap_us\":%u,\"blocks\":%d,\"sms\":%d}\n",
                  a.kernel_us, a.count, a.gap_us, blocks, sms);
     // An idle stretch before and after, so "busy outside any kernel" has a
@@ -616,7 +688,7 @@ void usage() {
                  "usage: probe devices\n"
                  "       probe sample --interval-ns N [--metrics a,b] --out FILE [--sysclk]\n"
                  "             [--hw-buffer-mb M] [--max-samples S] [--decode-ms T] [--no-context]\n"
-                 "             [--list-metrics] -- COMMAND...\n"
+                 "             [--list-metrics] [--handshake] [--eval-budget-s S] -- COMMAND...\n"
                  "       probe workload --kernel-us D --count N --gap-us G --out FILE [--blocks B]\n");
 }
 
@@ -668,6 +740,8 @@ int main(int argc, char** argv) {
             else if (f == "--sysclk") a.sysclk = true;
             else if (f == "--no-context") a.own_context = false;
             else if (f == "--list-metrics") a.list_metrics = true;
+            else if (f == "--handshake") a.handshake = true;
+            else if (f == "--eval-budget-s") a.eval_budget_s = unsigned(parse_num(need(i), argv[i])), ++i;
             else { std::fprintf(stderr, "probe: unknown flag %s\n", f.c_str()); usage(); return 64; }
         }
         for (; i < argc; ++i) a.command.push_back(argv[i]);

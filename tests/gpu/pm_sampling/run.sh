@@ -133,7 +133,7 @@ run_pair() { # interval D [extra sampler flags...]
     echo "| $iv | $d $* | skipped: time budget | | | | | | | | | |" >>"$SUMMARY"; return
   fi
   local t0=$(date +%s.%N)
-  timeout "$(left 90)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" ${SAMPLER_FLAGS:-} "$@" -- \
+  timeout "$(left 90)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" --handshake ${SAMPLER_FLAGS:-} "$@" -- \
     "$PROBE" workload --kernel-us "$d" --count "$COUNT" --gap-us "$GAP_US" --out "$w" \
     >>"$LOG" 2>>"$LOG"
   local rc=$? t1=$(date +%s.%N)
