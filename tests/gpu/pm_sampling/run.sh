@@ -24,7 +24,8 @@ PROBE_INTERVALS="${PROBE_INTERVALS:-100 250 500 1000 2000 5000}"
 BUDGET_S="${BUDGET_S:-240}" # whole script; later steps are skipped, not cut short mid-way
 START_S=$SECONDS
 # seconds a step may take: its own cap, or what is left of the budget
-left() { local l=$((BUDGET_S - (SECONDS - START_S))); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+# (never below 1: `timeout 0` would mean no limit at all)
+left() { local l=$((BUDGET_S - (SECONDS - START_S))); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 SUMMARY="$OUT/summary.md"
 LOG="$OUT/log.txt"
 : >"$LOG"
@@ -83,7 +84,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 } >"$SUMMARY"
 
 # --- 1. the chip's PM-sampling base metrics (what the lead needs if ours are refused) ---
-timeout 60 "$PROBE" sample --list-metrics >"$WORK/probe_list.out" 2>"$OUT/base_metrics.txt"
+timeout "$(left 60)" "$PROBE" sample --list-metrics >"$WORK/probe_list.out" 2>"$OUT/base_metrics.txt"
 rc=$?
 echo "## Base metrics: rc=$rc, $(grep -c '^  ' "$OUT/base_metrics.txt") names in base_metrics.txt" >>"$SUMMARY"
 grep -E '^  (gr__|sm__cycles|gpu__|sys__|gpc__cycles)' "$OUT/base_metrics.txt" | head -40 | sed 's/^  /- /' >>"$SUMMARY"
@@ -94,7 +95,7 @@ echo >>"$SUMMARY"
 # cycles, second = elapsed cycles, as analyse.py expects) before giving up,
 # since the lead gets one device call.
 for cand in "$METRICS" ${FALLBACK_METRICS:-gr__cycles_active.avg,gr__cycles_elapsed.max sm__cycles_active.avg,sm__cycles_elapsed.avg gr__cycles_active.sum,gr__cycles_elapsed.sum}; do
-  timeout 60 "$PROBE" sample --interval-ns 5000 --metrics "$cand" --out "$WORK/smoke.jsonl" -- true \
+  timeout "$(left 60)" "$PROBE" sample --interval-ns 5000 --metrics "$cand" --out "$WORK/smoke.jsonl" -- true \
     >/dev/null 2>"$WORK/smoke.err"
   rc=$?
   cat "$WORK/smoke.err" >>"$LOG"
@@ -113,8 +114,8 @@ echo >>"$SUMMARY"
 
 # --- 2. idle baseline: busy time seen with nothing of ours running ---
 echo "## Idle baseline (sampling around \`sleep 0.3\`, 1000 ns)" >>"$SUMMARY"
-timeout 60 "$PROBE" sample --interval-ns 1000 --metrics "$METRICS" --out "$WORK/idle.jsonl" -- sleep 0.3 \
-  >/dev/null 2>>"$LOG" && python3 "$HERE/analyse.py" --idle "$WORK/idle.jsonl" --json "$OUT/idle.json" >>"$SUMMARY" 2>>"$LOG" \
+timeout "$(left 60)" "$PROBE" sample --interval-ns 1000 --eval-budget-s 30 --metrics "$METRICS" --out "$WORK/idle.jsonl" -- sleep 0.3 \
+  >/dev/null 2>>"$LOG" && timeout "$(left 60)" python3 "$HERE/analyse.py" --idle "$WORK/idle.jsonl" --json "$OUT/idle.json" >>"$SUMMARY" 2>>"$LOG" \
   || echo "idle baseline failed (see log.txt)" >>"$SUMMARY"
 echo >>"$SUMMARY"
 
@@ -132,8 +133,10 @@ run_pair() { # interval D [extra sampler flags...]
   if [ "$(left 90)" -lt 20 ]; then
     echo "| $iv | $d $* | skipped: time budget | | | | | | | | | |" >>"$SUMMARY"; return
   fi
-  local t0=$(date +%s.%N)
-  timeout "$(left 90)" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" --handshake ${SAMPLER_FLAGS:-} "$@" -- \
+  local t0=$(date +%s.%N) tl=$(left 90)
+  # the sampler stops evaluating (and says so) well before the timeout kills it
+  timeout "$tl" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" --handshake \
+    --eval-budget-s $((tl > 30 ? tl - 20 : 10)) ${SAMPLER_FLAGS:-} "$@" -- \
     "$PROBE" workload --kernel-us "$d" --count "$COUNT" --gap-us "$GAP_US" --out "$w" \
     >>"$LOG" 2>>"$LOG"
   local rc=$? t1=$(date +%s.%N)
@@ -180,7 +183,7 @@ for iv in $PROBE_INTERVALS sysclk1000; do
   if [ "$iv" = sysclk1000 ]; then extra="--sysclk"; iv=1000; fi
   f="$WORK/accept_$iv$extra.jsonl"
   [ "$(left 30)" -ge 10 ] || { echo "| $iv | | | | | skipped: time budget |" >>"$SUMMARY"; continue; }
-  timeout "$(left 30)" "$PROBE" sample --interval-ns "$iv" $extra --metrics "$METRICS" --out "$f" -- sleep 0.05 \
+  timeout "$(left 30)" "$PROBE" sample --interval-ns "$iv" $extra --eval-budget-s 15 --metrics "$METRICS" --out "$f" -- sleep 0.05 \
     >/dev/null 2>"$WORK/accept.err"
   rc=$?
   cat "$WORK/accept.err" >>"$LOG"
