@@ -14,6 +14,9 @@ import statistics
 import sys
 
 
+NULLS = [0]  # samples that had a non-finite (null) metric value, read as 0
+
+
 def load(path):
     header, rows = None, []
     with open(path) as f:
@@ -25,6 +28,9 @@ def load(path):
             if obj.get("header"):
                 header = obj
             else:
+                if "v" in obj and None in obj["v"]:  # non-finite metric value
+                    obj["v"] = [0.0 if x is None else x for x in obj["v"]]
+                    NULLS[0] += 1
                 rows.append(obj)
     return header, rows
 
@@ -85,6 +91,7 @@ def analyse(samples_path, workload_path, active=None, elapsed=None):
     all_kernels = kernels
     kernels = [k for k in kernels if not k["warmup"]]
     res = {"chip": sh["chip"], "interval_ns": sh["interval_ns"], "overflow": sh["overflow"],
+           "null_samples": NULLS[0],
            "truncated": sh.get("truncated", False), "dropped": sh.get("dropped", 0),
            "final_evaluate_ms": sh.get("final_evaluate_ms"),
            "samples": len(samples), "kernel_us": wh["kernel_us"], "kernels": len(kernels),
@@ -208,7 +215,7 @@ def fmt(res):
         f"{res['samples']} samples of {res['sample_ns_median']:.0f} ns [{res['sample_ns_min']}..{res['sample_ns_max']}], "
         f"max gap {res['sample_gap_ns_max']} ns, overflow={res['overflow']}, truncated={res['truncated']} "
         f"dropped {res['dropped']}, final evaluate {res['final_evaluate_ms']} ms, "
-        f"kernels not covered {res['kernels_not_covered']})\n"
+        f"kernels not covered {res['kernels_not_covered']}, null samples {res['null_samples']})\n"
         f"  samples inside timestamp pairs: {res['samples_within_timestamp_pairs']:.3f}, clock slope {res['clock_slope']:.9f}, "
         f"best host shift {res['host_shift_us']:.1f} us\n"
         f"  event median {res['event_us_median']:.2f} us, host [launch,sync] {res['host_us_median']:.2f} us, "

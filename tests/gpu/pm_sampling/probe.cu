@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -248,7 +249,11 @@ struct Decoder {
             std::string line = "{\"s\":" + std::to_string(s.startTimestamp) +
                                ",\"e\":" + std::to_string(s.endTimestamp) + ",\"v\":[";
             for (size_t m = 0; m < values.size(); ++m) {
-                std::snprintf(buf, sizeof buf, "%s%.17g", m ? "," : "", values[m]);
+                // JSON has no NaN/inf: write null (analyse.py counts them)
+                if (std::isfinite(values[m]))
+                    std::snprintf(buf, sizeof buf, "%s%.17g", m ? "," : "", values[m]);
+                else
+                    std::snprintf(buf, sizeof buf, "%snull", m ? "," : "");
                 line += buf;
             }
             line += "]}";
