@@ -133,14 +133,17 @@ run_pair() { # interval D [extra sampler flags...]
   if [ "$(left 90)" -lt 20 ]; then
     echo "| $iv | $d $* | skipped: time budget | | | | | | | | | |" >>"$SUMMARY"; return
   fi
-  local t0=$(date +%s.%N) tl=$(left 90)
+  local t0 tl rc t1 wall
+  t0=$(date +%s.%N)
+  tl=$(left 90)
   # the sampler stops evaluating (and says so) well before the timeout kills it
   timeout "$tl" "$PROBE" sample --interval-ns "$iv" --metrics "$METRICS" --out "$s" --handshake \
     --eval-budget-s $((tl > 30 ? tl - 20 : 10)) ${SAMPLER_FLAGS:-} "$@" -- \
     "$PROBE" workload --kernel-us "$d" --count "$COUNT" --gap-us "$GAP_US" --out "$w" \
     >>"$LOG" 2>>"$LOG"
-  local rc=$? t1=$(date +%s.%N)
-  local wall=$(python3 -c "print(f'{$t1-$t0:.1f}')")
+  rc=$?
+  t1=$(date +%s.%N)
+  wall=$(python3 -c "print(f'{$t1-$t0:.1f}')")
   if [ $rc -ne 0 ]; then
     echo "| $iv | $d | run failed rc=$rc ($*) | | | | | | | | | $wall |" >>"$SUMMARY"; return
   fi
