@@ -137,10 +137,14 @@ TEST_CASE("the key a stored result takes: the script's hash, or off") {
   CHECK(cudaagent::load_static_policy(false, python3(), empty.path().string()));
 }
 
-TEST_CASE("the object step: findings and their verdict, a runner that fails is infra") {
-  TempDir dir;
+namespace {
+
+constexpr const char* kDlsymSource = "#include <dlfcn.h>\nvoid* find(const char* name) { return dlsym(nullptr, name); }\n";
+
+// `code` compiled by g++ into DIR/a.o, as the build's one step for kernels/a.cpp.
+BuildResult compiled(const TempDir& dir, const std::string& code) {
   const std::string source = dir.file("a.cpp"), object = dir.file("a.o");
-  write_file(source, "#include <dlfcn.h>\nvoid* find(const char* name) { return dlsym(nullptr, name); }\n");
+  write_file(source, code);
   const std::string command = "g++ -std=c++17 -O2 -fPIC -w -c " + source + " -o " + object;
   REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
   BuildResult build;
@@ -150,6 +154,14 @@ TEST_CASE("the object step: findings and their verdict, a runner that fails is i
   step.object = object;
   step.ok = true;
   build.steps.push_back(step);
+  return build;
+}
+
+}  // namespace
+
+TEST_CASE("the object step: findings and their verdict, a runner that fails is infra") {
+  TempDir dir;
+  const BuildResult build = compiled(dir, kDlsymSource);
 
   const auto outcome = cudaagent::check_object_policy(build, policy(), {});
   CHECK_FALSE(outcome.infra);
@@ -170,18 +182,8 @@ TEST_CASE("the object step: findings and their verdict, a runner that fails is i
 
 TEST_CASE("with a build cache, the object tools' output is kept and read again for the same bytes") {
   TempDir dir;
-  const std::string source = dir.file("a.cpp"), object = dir.file("a.o");
-  write_file(source, "#include <dlfcn.h>\nvoid* find(const char* name) { return dlsym(nullptr, name); }\n");
-  const std::string command = "g++ -std=c++17 -O2 -fPIC -w -c " + source + " -o " + object;
-  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
-  BuildResult build;
-  build.ok = true;
+  BuildResult build = compiled(dir, kDlsymSource);
   build.cache_dir = dir.file("cache");
-  CompileStep step;
-  step.source = "kernels/a.cpp";
-  step.object = object;
-  step.ok = true;
-  build.steps.push_back(step);
   const auto first = cudaagent::check_object_policy(build, policy(), {});
   REQUIRE_FALSE(first.infra);
   REQUIRE(cudaagent::object_policy_verdict(first.findings));
@@ -197,8 +199,7 @@ TEST_CASE("with a build cache, the object tools' output is kept and read again f
   CHECK(verdict->reason.rfind("dynamic-lookup: kernels/a.cpp", 0) == 0);
 
   // Other bytes are other keys: the tools must run for them.
-  write_file(source, "int plain(int x) { return x + 1; }\n");
-  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  (void)compiled(dir, "int plain(int x) { return x + 1; }\n");  // the same path, other bytes
   CHECK(cudaagent::check_object_policy(build, policy(), no_tools).infra);
 }
 
