@@ -4,7 +4,8 @@
 # sampling intervals SetConfig accepts, measures an idle baseline, then runs
 # the matrix interval x kernel length (trusted sampler around a separate
 # workload process) and analyses each pair. Writes OUT/summary.md and prints it.
-# Exit 77: no CUDA device/driver here (after a successful compile).
+# Exit 77: no CUDA device/driver here (after a successful compile). Exit 3: refused on a real
+# device unless PM_SAMPLING_MAY_BREAK_THE_GPU=yes (it broke the lent H200 once: README.md).
 # Env: METRICS (comma list, default gr__cycles_active.avg,gr__cycles_elapsed.max,sm__cycles_active.avg)
 #      INTERVALS (matrix, default "1000 5000"), KERNELS_US (default "20 100 500"),
 #      COUNT (200), GAP_US (1000), PROBE_INTERVALS (SetConfig acceptance, default "100 250 500 1000 2000 5000")
@@ -62,6 +63,16 @@ if [ -n "${PM_PROBE_FAKE:-}" ]; then
   # self-test without a GPU: a synthetic stand-in for the probe (fake_probe.py)
   PROBE="$(cd "$(dirname "$PM_PROBE_FAKE")" && pwd)/$(basename "$PM_PROBE_FAKE")"
   log "run.sh: PM_PROBE_FAKE set: using $PROBE, results are synthetic"
+fi
+
+# On the lent H200 (a virtual machine, SR-IOV) the first run of this probe, on 2026-12-02, left the
+# GPU needing a reset: the 1000 ns runs overflowed the hardware buffer, the next CUDA context failed
+# with CUDA_ERROR_UNKNOWN and the kernel log said NV_ERR_RESET_REQUIRED. A GPU is never to be reset
+# from here, so the probe runs on a real device only when asked in so many words.
+if [ -z "${PM_PROBE_FAKE:-}" ] && [ "${PM_SAMPLING_MAY_BREAK_THE_GPU:-}" != "yes" ]; then
+  log "run.sh: refused: PM sampling left the lent H200 needing a GPU reset (see README.md)."
+  log "run.sh: set PM_SAMPLING_MAY_BREAK_THE_GPU=yes only on a machine you may reset yourself."
+  exit 3
 fi
 
 timeout 60 "$PROBE" devices >>"$LOG" 2>&1
