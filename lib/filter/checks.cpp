@@ -28,7 +28,8 @@ std::string cut(std::string_view text, std::size_t limit = kTextLimit) {
 
 bool known_phase(std::string_view phase) {
   for (std::string_view name : {"start", "torch", "load", "interface", "init", "inputs", "forward",
-                                "compile", "warmup", "timing"}) {
+                                "compile", "checked", "warmup", "timing", "compile_warmup",
+                                "compile_timing"}) {
     if (phase == name) return true;
   }
   return false;
@@ -37,6 +38,7 @@ bool known_phase(std::string_view phase) {
 // The reason a failure in `phase` is filed under.
 std::string check_for_phase(std::string_view phase) {
   if (phase == "forward" || phase == "warmup" || phase == "timing") return "eager";
+  if (phase == "compile_warmup" || phase == "compile_timing") return "compile";
   return std::string(phase);
 }
 
@@ -227,6 +229,29 @@ std::string format_ms(double ms) {
   return buffer;
 }
 
+namespace {
+
+// A list of call times in milliseconds: finite, >= 0, at most kMaxSamples.
+Status read_samples(simdjson::dom::object& object, const char* key, std::vector<double>& out) {
+  simdjson::dom::array samples;
+  if (object[key].get_array().get(samples)) {
+    return Status::error(std::string("report.json: '") + key + "' is not an array");
+  }
+  for (auto sample : samples) {
+    double ms = 0;
+    if (sample.get_double().get(ms) || !std::isfinite(ms) || ms < 0) {
+      return Status::error(std::string("report.json: '") + key + "' holds something other than a time >= 0");
+    }
+    if (out.size() == kMaxSamples) {
+      return Status::error("report.json: more than " + std::to_string(kMaxSamples) + " samples");
+    }
+    out.push_back(ms);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<HarnessReport> parse_harness_report(std::string_view json) {
   simdjson::dom::parser parser;
   simdjson::dom::object object;
@@ -245,7 +270,7 @@ Result<HarnessReport> parse_harness_report(std::string_view json) {
   if (auto s = text("mode", report.mode); !s) return s;
   if (auto s = text("phase", report.phase); !s) return s;
   if (auto s = text("torch", report.torch); !s) return s;
-  if (report.mode != "check" && report.mode != "time") {
+  if (report.mode != "check") {
     return Status::error("report.json: unknown mode " + quote_for_message(report.mode));
   }
   if (!known_phase(report.phase)) {
@@ -293,19 +318,9 @@ Result<HarnessReport> parse_harness_report(std::string_view json) {
       !std::isfinite(report.warmup_max_ms)) {
     return Status::error("report.json: 'warmup_calls' or 'warmup_max_ms' is not a number");
   }
-  simdjson::dom::array samples;
-  if (object["samples_ms"].get_array().get(samples)) {
-    return Status::error("report.json: 'samples_ms' is not an array");
-  }
-  for (auto sample : samples) {
-    double ms = 0;
-    if (sample.get_double().get(ms) || !std::isfinite(ms) || ms < 0) {
-      return Status::error("report.json: 'samples_ms' holds something other than a time >= 0");
-    }
-    if (report.samples_ms.size() == kMaxSamples) {
-      return Status::error("report.json: more than " + std::to_string(kMaxSamples) + " samples");
-    }
-    report.samples_ms.push_back(ms);
+  for (auto [key, list] : {std::pair{"samples_ms", &report.samples_ms},
+                           std::pair{"compile_samples_ms", &report.compile_samples_ms}}) {
+    if (Status read = read_samples(object, key, *list); !read) return read;
   }
   return report;
 }

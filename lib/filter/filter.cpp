@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -50,6 +51,20 @@ struct HarnessRun {
   std::optional<HarnessReport> report;
   std::string report_problem;
 };
+
+// How the task's job went: the run as it ended, and whether it got as far as "checked" (its check
+// files then exist and were judged).
+struct TaskJob {
+  HarnessRun run;
+  bool checked = false;
+};
+
+// Where a task's seconds went: its checks (to "checked", or the job's end), then the wait for the
+// device's slot, the slot itself, and everything after the checks but the wait.
+struct JobSeconds {
+  double check = 0, slot_wait = 0, slot = 0, after_check = 0;
+};
+
 
 }  // namespace
 
@@ -95,16 +110,15 @@ struct TaskFilter::State {
   }
 
 
-  HarnessJob make_job(const std::string& mode, const std::string& task_dir,
-                      const std::string& out_dir) const;
-  Result<HarnessRun> run_harness(FilterWorker& worker, const std::string& mode,
-                                 const std::string& task_dir, const std::string& out_dir) const;
-  // The timing job as an interactive job: it builds the model and draws its inputs, says "built",
-  // and only then is the device's timing slot taken and the job told "go". Adds the seconds the
-  // slot was held to `slot_seconds` and those spent waiting for it to `wait_seconds`.
-  Result<HarnessRun> run_timing(FilterWorker& worker, const std::string& task_dir,
-                                const std::string& out_dir, double& slot_seconds,
-                                double& wait_seconds);
+  HarnessJob make_job(const std::string& task_dir, const std::string& out_dir) const;
+  // The task's one job, interactive: it runs the checks and says "checked"; `judge` then reads
+  // their outputs and says whether the task is still kept. Only then is the device's timing slot
+  // taken and the job told "go" (eager and torch.compile timed in the same process: the model
+  // built, the inputs drawn and the graph compiled once); a rejected task's job is told to stop.
+  Result<TaskJob> run_task_job(FilterWorker& worker, const std::string& task_dir,
+                               const std::string& out_dir,
+                               const std::function<bool(const HarnessReport&)>& judge,
+                               JobSeconds& seconds);
   FilterOutcome filter(const std::string& model_py);
 };
 
@@ -179,11 +193,10 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
   return chosen;
 }
 
-HarnessJob TaskFilter::State::make_job(const std::string& mode, const std::string& task_dir,
-                                      const std::string& out_dir) const {
+HarnessJob TaskFilter::State::make_job(const std::string& task_dir, const std::string& out_dir) const {
   HarnessJob job;
   job.script = harness + "/filter_task.py";
-  job.args = {"--mode", mode, "--task", task_dir + "/model.py", "--out", out_dir, "--device",
+  job.args = {"--await-go", "--task", task_dir + "/model.py", "--out", out_dir, "--device",
               settings.device, "--seed", std::to_string(settings.seed), "--runs",
               std::to_string(settings.timing_runs), "--slow-ms",
               std::to_string(settings.window_high_ms * 3)};
@@ -218,49 +231,62 @@ HarnessRun read_report(ProcessResult process, const std::string& out_dir) {
 
 }  // namespace
 
-Result<HarnessRun> TaskFilter::State::run_harness(FilterWorker& worker, const std::string& mode,
-                                                  const std::string& task_dir,
-                                                  const std::string& out_dir) const {
-  auto ran = worker.worker->run(make_job(mode, task_dir, out_dir));
-  if (!ran) return ran.status();
-  return read_report(std::move(ran).value(), out_dir);
-}
-
-Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std::string& task_dir,
-                                                 const std::string& out_dir, double& slot_seconds,
-                                                 double& wait_seconds) {
-  HarnessJob job = make_job("time", task_dir, out_dir);
-  job.args.emplace_back("--await-go");
-  auto opened = worker.worker->open_session(job);
+Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std::string& task_dir,
+                                               const std::string& out_dir,
+                                               const std::function<bool(const HarnessReport&)>& judge,
+                                               JobSeconds& seconds) {
+  auto opened = worker.worker->open_session(make_job(task_dir, out_dir));
   if (!opened) return opened.status();
   HarnessSession session = std::move(opened).value();
-  // The job's time limit covers its own running, not the wait for the slot.
-  double left = settings.timeout_seconds;
+  // The time limit holds for the checks and, again, for the timing; never for the slot's wait.
+  const double limit = settings.timeout_seconds;
   const auto timed_out = [&] {
     session.abort();  // kills the worker, and the job with it
     ProcessResult result;
     result.outcome = ProcessResult::Outcome::kTimedOut;
     result.signal = SIGKILL;
-    result.timeout_seconds = settings.timeout_seconds;
+    result.timeout_seconds = limit;
     return result;
   };
-  // 1. Building: until "built", or the job's end (a task that fails to build, or crashes).
+  const auto ended = [&](ProcessResult result, bool checked) -> Result<TaskJob> {
+    return TaskJob{read_report(std::move(result), out_dir), checked};
+  };
+  // 1. The checks: until "checked", or the job's end (a task that fails, crashes or hangs).
   auto phase = SteadyClock::now();
   while (true) {
-    const double remaining = left - since(phase);
-    if (remaining <= 0) return read_report(timed_out(), out_dir);
+    const double remaining = limit - since(phase);
+    if (remaining <= 0) {
+      seconds.check = since(phase);
+      return ended(timed_out(), false);
+    }
     auto message = session.receive(remaining);
     if (!message) return message.status();
     if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
-      return read_report(std::move(message.value().result), out_dir);
+      seconds.check = since(phase);
+      return ended(std::move(message.value().result), false);
     }
     if (message.value().kind == HarnessSession::Message::Kind::kLine &&
-        message.value().text == "built") {
+        message.value().text == "checked") {
       break;
     }
   }
-  left -= since(phase);
-  // 2. Warm-up and timing, alone on the device.
+  seconds.check = since(phase);
+  const auto after_check = SteadyClock::now();
+  // 2. The trusted side judges the check's files; a task rejected there is not timed.
+  std::string text;
+  std::optional<HarnessReport> report;
+  if (read_untrusted_file(out_dir + "/report.json", kReportLimit, text)) {
+    if (auto parsed = parse_harness_report(text)) report = std::move(parsed).value();
+  }
+  const bool readable = report && report->phase == "checked";
+  if (!readable || !judge(*report)) {
+    auto closed = session.close(limit);  // stdin closed: the job ends without timing anything
+    if (!closed) return closed.status();
+    seconds.after_check = since(after_check);
+    // An unreadable report is judged as the job ended, like any other.
+    return ended(std::move(closed).value(), readable);
+  }
+  // 3. Warm-up and timing, alone on the device.
   const auto waiting = SteadyClock::now();
   std::lock_guard slot(*timing[worker.device]);
   if (settings.stop != nullptr && settings.stop->load() != 0) return stopped_status(settings.stop->load());
@@ -273,7 +299,7 @@ Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std
     if (!lock) return lock.status();
     machine_slot.emplace(std::move(lock).value());
   }
-  wait_seconds += since(waiting);
+  seconds.slot_wait = since(waiting);
   phase = SteadyClock::now();
   ProcessResult result;
   if (Status sent = session.send("go"); !sent) {
@@ -281,16 +307,15 @@ Result<HarnessRun> TaskFilter::State::run_timing(FilterWorker& worker, const std
     result.outcome = ProcessResult::Outcome::kSignaled;
     result.signal = SIGKILL;
     result.err = "the harness worker died during the job: " + sent.message();
-  } else if (auto closed = session.close(std::max(left, 0.001)); !closed) {
+  } else if (auto closed = session.close(limit); !closed) {
     return closed.status();
   } else {
     result = std::move(closed).value();
-    if (result.outcome == ProcessResult::Outcome::kTimedOut) {
-      result.timeout_seconds = settings.timeout_seconds;
-    }
+    if (result.outcome == ProcessResult::Outcome::kTimedOut) result.timeout_seconds = limit;
   }
-  slot_seconds += since(phase);
-  return read_report(std::move(result), out_dir);
+  seconds.slot = since(phase);
+  seconds.after_check = since(after_check) - seconds.slot_wait;
+  return ended(std::move(result), true);
 }
 
 namespace {
@@ -389,18 +414,22 @@ struct FilterSeconds {
 // The record's "filter" value.
 std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
                         const std::vector<FilterReason>& reasons,
-                        const std::optional<EagerStats>& stats, const std::string& compile_text,
+                        const std::optional<EagerStats>& stats,
+                        const std::optional<EagerStats>& compiled_stats, const std::string& compile_text,
                         const std::string& determinism, const FilterSeconds& seconds) {
   std::string json;
   JsonWriter out(json);
   out.begin_object().field("kept", reasons.empty()).key("reasons").raw(reasons_json(reasons));
-  out.key("eager_ms");
-  if (stats) {
-    out.begin_object().field("median", stats->median_ms).field("min", stats->min_ms);
-    out.field("mean", stats->mean_ms).field("max", stats->max_ms).field("runs", stats->runs);
-    out.end_object();
-  } else {
-    out.null();
+  for (auto [key, times] : {std::pair{"eager_ms", &stats}, std::pair{"compile_ms", &compiled_stats}}) {
+    out.key(key);
+    if (*times) {
+      const EagerStats& t = **times;
+      out.begin_object().field("median", t.median_ms).field("min", t.min_ms);
+      out.field("mean", t.mean_ms).field("max", t.max_ms).field("runs", t.runs);
+      out.end_object();
+    } else {
+      out.null();
+    }
   }
   out.field("compile", compile_text).key("determinism");
   if (determinism.empty()) {
@@ -456,19 +485,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
 
   std::vector<FilterReason> reasons;
   std::string determinism, compile_text;
-  std::optional<EagerStats> stats;
-  double check_seconds = 0, time_seconds = 0, slot_seconds = 0, slot_wait_seconds = 0;
-
-  // 1. The check job.
-  const std::string check_dir = out_root + "/check";
-  if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
-  auto phase = SteadyClock::now();
-  auto check = run_harness(worker, "check", task_dir, check_dir);
-  check_seconds = since(phase);
-  if (!check) return infra("check job: " + check.status().message());
-  RunJudgement judged = judge_run(check.value().process, check.value().report,
-                                  check.value().report_problem);
-  if (judged.end == RunJudgement::End::kInfra) return infra(judged.infra_reason);
+  std::optional<EagerStats> stats, compiled_stats;
 
   const std::optional<std::string> no_compile = compile_unavailable(torch.torch_version);
   if (!settings.compile) {
@@ -478,45 +495,53 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
   } else {
     compile_text = "not run: the task failed before torch.compile";
   }
-  // A failure while compiling is a compile failure; eager's outputs are already written.
-  const bool failed_in_compile = judged.end == RunJudgement::End::kRejected && judged.phase == "compile";
-  if (failed_in_compile) {
-    for (const auto& reason : judged.reasons) {
-      const std::string detail =
-          reason.check == "compile" ? reason.detail : reason.check + ": " + reason.detail;
-      compile_text = "failed: " + detail;
-      reasons.push_back({"compile", detail});
-    }
-  } else {
-    reasons = judged.reasons;
-  }
-  if (judged.end == RunJudgement::End::kCompleted || failed_in_compile) {
-    const bool judge_compile = settings.compile && !no_compile && !failed_in_compile;
-    judge_check_files(check_dir, *check.value().report, settings.tolerance, judge_compile,
-                      reasons, determinism, compile_text);
-  }
+  const bool compile_judged = settings.compile && !no_compile;
 
-  // 2. The timing job, for a task that passed everything else, alone on its device.
-  if (reasons.empty()) {
-    const std::string time_dir = out_root + "/time";
-    if (!make_out_dir(time_dir, settings.run_as)) return infra("cannot create '" + time_dir + "'");
-    phase = SteadyClock::now();
-    auto timed = run_timing(worker, task_dir, time_dir, slot_seconds, slot_wait_seconds);
-    time_seconds = since(phase) - slot_wait_seconds;
-    if (!timed) return infra("timing job: " + timed.status().message());
-    RunJudgement timing_run = judge_run(timed.value().process, timed.value().report,
-                                    timed.value().report_problem);
-    if (timing_run.end == RunJudgement::End::kInfra) return infra(timing_run.infra_reason);
-    reasons.insert(reasons.end(), timing_run.reasons.begin(), timing_run.reasons.end());
-    if (timing_run.end == RunJudgement::End::kCompleted) {
-      stats = judge_timing(settings, *timed.value().report, reasons);
+  // The task's one job: the checks, judged here from their files, then the timing.
+  const std::string check_dir = out_root + "/check";
+  if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
+  JobSeconds seconds;
+  auto ran = run_task_job(worker, task_dir, check_dir, [&](const HarnessReport& report) {
+    judge_check_files(check_dir, report, settings.tolerance, compile_judged, reasons, determinism,
+                      compile_text);
+    return reasons.empty();
+  }, seconds);
+  if (!ran) return infra("task job: " + ran.status().message());
+  const HarnessRun& run = ran.value().run;
+  RunJudgement judged = judge_run(run.process, run.report, run.report_problem);
+  if (judged.end == RunJudgement::End::kInfra) return infra(judged.infra_reason);
+
+  if (!ran.value().checked) {
+    // Ended before its checks were done. A failure while compiling is a compile failure; eager's
+    // outputs are already written then, and judged.
+    const bool failed_in_compile = judged.end == RunJudgement::End::kRejected && judged.phase == "compile";
+    if (failed_in_compile) {
+      for (const auto& reason : judged.reasons) {
+        const std::string detail =
+            reason.check == "compile" ? reason.detail : reason.check + ": " + reason.detail;
+        compile_text = "failed: " + detail;
+        reasons.push_back({"compile", detail});
+      }
+      judge_check_files(check_dir, *run.report, settings.tolerance, false, reasons, determinism,
+                        compile_text);
+    } else if (judged.end == RunJudgement::End::kCompleted) {
+      return infra("the task job ended without its checks: " + run.report_problem);
+    } else {
+      reasons = judged.reasons;
+    }
+  } else if (reasons.empty()) {
+    // Checked and kept so far: what the timing found.
+    reasons.insert(reasons.end(), judged.reasons.begin(), judged.reasons.end());
+    if (judged.end == RunJudgement::End::kCompleted) {
+      stats = judge_timing(settings, *run.report, reasons);
+      if (auto computed = eager_stats(run.report->compile_samples_ms)) compiled_stats = computed.value();
     }
   }
-
   outcome.kept = reasons.empty();
-  const FilterSeconds seconds{worker_start_seconds, check_seconds, time_seconds, slot_seconds,
-                              slot_wait_seconds, since(started)};
-  outcome.json = filter_json(settings, torch, reasons, stats, compile_text, determinism, seconds);
+  const FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
+                            seconds.slot_wait, since(started)};
+  outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
+                             determinism, spent);
   return outcome;
 }
 

@@ -229,7 +229,7 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
   app.add_option("--seed", s.seed, "Seed of the model init; the input draws use SEED+1 and SEED+2")
       ->capture_default_str();
   app.add_flag("--no-compile", options.no_compile, "Do not run torch.compile");
-  app.add_option("--runs", s.timing_runs, "Timed eager calls")->capture_default_str()
+  app.add_option("--runs", s.timing_runs, "Timed calls of eager, and of the compiled model")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--timeout", s.timeout_seconds, "Wall-clock limit of each harness job in "
                  "seconds")->capture_default_str()->check(CLI::Range(0.1, 86400.0));

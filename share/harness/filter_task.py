@@ -1,20 +1,22 @@
 """The filter's task process: runs one synthesized task (model.py with Model, get_inputs and
-get_init_inputs) inside the OS sandbox, in one of two modes.
+get_init_inputs) inside the OS sandbox, as one job that checks the task and then times it.
 
-  check  builds the model, draws two input sets from fixed seeds, runs eager forward on the first
-         set twice and on the second once, then torch.compile on the first set (when asked and
-         torch has it). Writes out_a1.bin, out_a2.bin, out_b.bin and out_compile.bin in the
-         tensor file format; the trusted C++ side compares them (determinism, input dependence,
-         degenerate outputs, compile against eager) and decides.
-  time   builds the model again and times eager forward on the first input set: warm-up calls,
-         then timed calls until --runs samples or --budget-s seconds. With --await-go (an
-         interactive job) it says "built" once the model and inputs are ready and waits for "go":
-         the C++ side holds the device's timing slot from then on, and computes the statistics
-         from the samples.
+  checks  builds the model, draws two input sets from fixed seeds, runs eager forward on the first
+          set twice and on the second once, then torch.compile on the first set (when asked and
+          torch has it). Writes out_a1.bin, out_a2.bin, out_b.bin and out_compile.bin in the
+          tensor file format; the trusted C++ side compares them (determinism, input dependence,
+          degenerate outputs, compile against eager) and decides.
+  timing  with --await-go (an interactive job), the process then says "checked" and waits. The
+          C++ side judges the files meanwhile; for a task that passed, it takes the device's
+          timing slot and says "go": warm-up calls, then timed calls of eager forward on the first
+          input set until --runs samples or --budget-s seconds, then the same for the compiled
+          model, in this process, so the model is built, the inputs drawn and the graph compiled
+          once (seconds of CPU work that never hold the slot). stdin closed instead of "go": the
+          task was rejected, nothing is timed. The statistics are computed on the C++ side.
 
-Both modes keep report.json in --out up to date (written whole, then renamed), so a process that
-hangs or dies still says which phase it was in. Task code runs in this process, so the report is
-read as untrusted data: validated, bounded, and never able to make a broken task pass the checks
+The report (report.json in --out) is kept up to date (written whole, then renamed), so a process
+that hangs or dies still says which phase it was in. Task code runs in this process, so the report
+is read as untrusted data: validated, bounded, and never able to make a broken task pass the checks
 that the C++ side makes from the output files. Exit status: 0 done, 3 the task raised (the report
 says where), 4 torch could not be imported.
 """
@@ -38,7 +40,8 @@ class Report:
         self.path = os.path.join(out_dir, "report.json")
         self.data = {"mode": mode, "phase": "start", "done": False, "error": None,
                      "torch": "", "has_compile": False, "inputs_equal": None, "compile": None,
-                     "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": []}
+                     "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [],
+                     "compile_samples_ms": []}
         self.save()
 
     def save(self):
@@ -125,9 +128,9 @@ def seeded(torch, seed, device, make):
     return make()
 
 
-def build(torch, report, args, second_draw=True):
-    """Loads the task, builds the model and draws the inputs; returns (model, inputs_a, inputs_b),
-    inputs_b None without the second draw (the timing job has no use for it)."""
+def build(torch, report, args):
+    """Loads the task, builds the model and draws the two input sets; returns
+    (model, inputs_a, inputs_b)."""
     report.phase("load")
     task = load_task(args.task)
     report.phase("interface")
@@ -145,11 +148,13 @@ def build(torch, report, args, second_draw=True):
         return to_device(torch, inputs, args.device)
 
     inputs_a = draw(args.seed + 1)
-    inputs_b = draw(args.seed + 2) if second_draw else None
+    inputs_b = draw(args.seed + 2)
     return model, inputs_a, inputs_b
 
 
 def check(torch, report, args):
+    """The checks; returns (model, inputs_a, compiled) for the timing, compiled None when
+    torch.compile was not asked for, is missing or failed."""
     model, inputs_a, inputs_b = build(torch, report, args)
     report.data["inputs_equal"] = same_values(torch, inputs_a, inputs_b)
     report.phase("forward")
@@ -162,6 +167,7 @@ def check(torch, report, args):
             synchronize(torch, args.device)
             tensor_file.write(torch, os.path.join(args.out, name + ".bin"), output)
             del output
+    compiled = None
     if args.compile and report.data["has_compile"]:
         report.phase("compile")
         started = time.perf_counter()
@@ -174,10 +180,12 @@ def check(torch, report, args):
             report.data["compile"] = {"ok": True, "error": "",
                                       "seconds": time.perf_counter() - started}
         except Exception as error:  # a compile failure is a finding about the task, not a crash
+            compiled = None
             message = f"{type(error).__name__}: {error}"
             report.data["compile"] = {"ok": False, "error": message[:MESSAGE_LIMIT],
                                       "seconds": time.perf_counter() - started}
         report.save()
+    return model, inputs_a, compiled
 
 
 def timed_call(torch, model, inputs, device):
@@ -189,49 +197,59 @@ def timed_call(torch, model, inputs, device):
 
 
 def await_go(report):
-    """Says "built" on fd 3 and waits for "go" on stdin: the C++ side takes the device's timing
-    slot in between, so building the model and drawing the inputs (seconds of CPU work for large
-    inputs) never hold the slot. Returns False when told to stop instead (stdin closed)."""
-    report.save()
-    os.write(3, b"built\n")
+    """Says "checked" on fd 3 and waits for "go" on stdin: the C++ side judges the check's files
+    and takes the device's timing slot in between, so building, drawing and compiling never hold
+    the slot. Returns False when told to stop instead (stdin closed: the task was rejected)."""
+    report.phase("checked")
+    os.write(3, b"checked\n")
     return sys.stdin.readline().strip() == "go"
 
 
-def time_eager(torch, report, args):
-    model, inputs_a, _ = build(torch, report, args, second_draw=False)
-    synchronize(torch, args.device)
-    if args.await_go and not await_go(report):
-        return
-    report.phase("warmup")
+def time_calls(torch, report, args, model, inputs, key, phases):
+    """Warm-up calls, then timed calls into report.data[key]; phases names the two phases (a
+    failure in them is filed under eager or compile). Returns True when the first calls were so
+    far beyond the window that one timed call says enough."""
+    report.phase(phases[0])
     started = time.perf_counter()
     slow = False
     with torch.no_grad():
         # At least --warmup calls and 0.2 s (caches, allocator, cuDNN choices settle), at most 1000.
         calls = 0
         while calls < args.warmup or (time.perf_counter() - started < 0.2 and calls < 1000):
-            ms = timed_call(torch, model, inputs_a, args.device)
+            ms = timed_call(torch, model, inputs, args.device)
             calls += 1
-            report.data["warmup_calls"] = calls
-            report.data["warmup_max_ms"] = max(report.data["warmup_max_ms"], ms)
+            if key == "samples_ms":
+                report.data["warmup_calls"] = calls
+                report.data["warmup_max_ms"] = max(report.data["warmup_max_ms"], ms)
             # Far beyond the window: one timed call says enough. Never the first call alone: it
             # pays the device's one-time costs (CUDA's lazy module loading, cuBLAS and cuDNN
             # handles and heuristics), which can pass the cut for a task well inside the window.
             if args.slow_ms > 0 and ms > args.slow_ms and calls >= 2:
                 slow = True
                 break
-        report.phase("timing")
+        report.phase(phases[1])
         started = time.perf_counter()
         runs = 1 if slow else args.runs
-        while len(report.data["samples_ms"]) < runs:
-            report.data["samples_ms"].append(timed_call(torch, model, inputs_a, args.device))
-            if len(report.data["samples_ms"]) >= 3 and time.perf_counter() - started > args.budget_s:
+        while len(report.data[key]) < runs:
+            report.data[key].append(timed_call(torch, model, inputs, args.device))
+            if len(report.data[key]) >= 3 and time.perf_counter() - started > args.budget_s:
                 break
     report.save()
+    return slow
+
+
+def time_task(torch, report, args, model, inputs, compiled):
+    """Eager, then the compiled model (not for a task eager already puts far beyond the window)."""
+    synchronize(torch, args.device)
+    slow = time_calls(torch, report, args, model, inputs, "samples_ms", ("warmup", "timing"))
+    if compiled is not None and not slow:
+        time_calls(torch, report, args, compiled, inputs, "compile_samples_ms",
+                   ("compile_warmup", "compile_timing"))
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("check", "time"), required=True)
+    parser.add_argument("--mode", choices=("check",), default="check")
     parser.add_argument("--task", required=True, help="the task's model.py")
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda")
@@ -242,7 +260,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=2.0)
     parser.add_argument("--slow-ms", type=float, default=0.0)
     parser.add_argument("--await-go", action="store_true",
-                        help="time mode, in an interactive job: see await_go")
+                        help="an interactive job: time the task after the checks (see await_go)")
     args = parser.parse_args()
     report = Report(args.out, args.mode)
     report.phase("torch")
@@ -257,10 +275,9 @@ def main():
     report.data["torch"] = str(torch.__version__)
     report.data["has_compile"] = hasattr(torch, "compile")
     try:
-        if args.mode == "check":
-            check(torch, report, args)
-        else:
-            time_eager(torch, report, args)
+        model, inputs, compiled = check(torch, report, args)
+        if args.await_go and await_go(report):
+            time_task(torch, report, args, model, inputs, compiled)
     except BaseException as error:  # SystemExit and KeyboardInterrupt from task code included
         report.fail(error)
         return 3

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The timing job builds the model and draws the inputs before it takes the device's timing slot:
-# a task whose input draw takes 1 s holds the slot only for its warm-up and timed calls. A timing
-# job that hangs while it holds the slot times out (the slot is given back) and the next task gets
-# a fresh worker and is kept.
+# The task's job builds the model and draws the inputs in its checks, before it takes the device's
+# timing slot: a task whose input draw takes 1 s holds the slot only for its warm-up and timed
+# calls. A job that hangs while it holds the slot times out (the slot is given back) and the next
+# task gets a fresh worker and is kept.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
 filter_setup "$1"
@@ -11,8 +11,8 @@ filter_setup "$1"
   >"$scratch/out.jsonl" 2>"$scratch/err" || fail "exit $?: $(cat "$scratch/err")"
 record() { jq -c --arg id "$1" 'select(.id == $id) | .filter' "$scratch/out.jsonl"; }
 [[ $(kept_of "$scratch/out.jsonl" slow_inputs) == true ]] || fail "slow_inputs: $(record slow_inputs)"
-# The timing job ran over 1 s (its input draw), the slot was held for well under that.
-jq -e -s '.[] | select(.id == "slow_inputs") | .filter.seconds | .time >= 1 and .slot > 0 and .slot < .time - 0.8' \
+# The checks ran over 1 s (the input draws), the slot was held for well under that.
+jq -e -s '.[] | select(.id == "slow_inputs") | .filter.seconds | .check >= 1 and .slot > 0 and .slot < .check - 0.8' \
   "$scratch/out.jsonl" >/dev/null || fail "slow_inputs held the slot while drawing its inputs: $(record slow_inputs)"
 if jq -e -s '.[] | select(.id == "hangs_when_timed") | .filter.compile | startswith("skipped")' "$scratch/out.jsonl" >/dev/null; then
   [[ $(checks_of "$scratch/out.jsonl" hangs_when_timed) == timeout ]] ||

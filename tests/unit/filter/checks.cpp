@@ -36,7 +36,7 @@ TensorTree ints(std::vector<std::int64_t> values) {
 std::string report_json(const std::string& overrides = "") {
   std::string json = R"({"mode": "check", "phase": "forward", "done": true, "error": null,
     "torch": "1.13.0a0", "has_compile": false, "inputs_equal": false, "compile": null,
-    "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [])";
+    "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [], "compile_samples_ms": [])";
   return overrides.empty() ? json + "}" : json + ", " + overrides + "}";
 }
 
@@ -100,6 +100,21 @@ TEST_CASE("parse_harness_report reads a complete report") {
   CHECK_FALSE(report.compile->ok);
   CHECK(report.compile->error == "BackendCompilerFailed: x");
   CHECK(report.samples_ms == std::vector<double>{1.5, 2.0, 0.0});
+  CHECK(report.compile_samples_ms.empty());
+}
+
+TEST_CASE("parse_harness_report reads the compiled model's times and the phases after the checks") {
+  auto parsed = cudaagent::parse_harness_report(
+      replaced(replaced(report_json(), "\"compile_samples_ms\": []", "\"compile_samples_ms\": [0.5, 0.25]"),
+               "\"phase\": \"forward\"", "\"phase\": \"compile_timing\""));
+  REQUIRE(parsed.is_ok());
+  CHECK(parsed.value().compile_samples_ms == std::vector<double>{0.5, 0.25});
+  for (const char* phase : {"checked", "compile_warmup", "compile_timing"}) {
+    CAPTURE(phase);
+    CHECK(cudaagent::parse_harness_report(
+              replaced(report_json(), "\"phase\": \"forward\"", std::string("\"phase\": \"") + phase + "\""))
+              .is_ok());
+  }
 }
 
 TEST_CASE("parse_harness_report refuses what the harness never writes") {
@@ -116,6 +131,9 @@ TEST_CASE("parse_harness_report refuses what the harness never writes") {
            {"\"samples_ms\": []", "\"samples_ms\": [-1]"},
            {"\"samples_ms\": []", "\"samples_ms\": [\"1\"]"},
            {"\"samples_ms\": []", "\"samples_ms\": {}"},
+           {"\"compile_samples_ms\": []", "\"compile_samples_ms\": [-1]"},
+           {", \"compile_samples_ms\": []", ""},
+           {"\"mode\": \"check\"", "\"mode\": \"time\""},
            {"\"warmup_calls\": 0", "\"warmup_calls\": 0.5"},
            {"\"torch\": \"1.13.0a0\", ", ""}}) {
     CAPTURE(to);
@@ -150,7 +168,8 @@ TEST_CASE("judge_run: a complete report with exit 0 is completed") {
 TEST_CASE("judge_run: task errors are reasons named after their phase") {
   for (auto [phase, check] : std::vector<std::pair<std::string, std::string>>{
            {"load", "load"}, {"interface", "interface"}, {"init", "init"}, {"inputs", "inputs"},
-           {"forward", "eager"}, {"warmup", "eager"}, {"timing", "eager"}, {"compile", "compile"}}) {
+           {"forward", "eager"}, {"warmup", "eager"}, {"timing", "eager"}, {"compile", "compile"},
+           {"compile_warmup", "compile"}, {"compile_timing", "compile"}}) {
     CAPTURE(phase);
     const RunJudgement j = cudaagent::judge_run(exited(3), failed_in(phase, "ValueError: bad"), "");
     CHECK(j.end == End::kRejected);

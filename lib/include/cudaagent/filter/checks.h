@@ -39,17 +39,18 @@ struct HarnessReport {
     std::string error;
     double seconds = 0;
   };
-  std::string mode;   // "check" or "time"
+  std::string mode;   // "check"
   std::string phase;  // the phase in progress, or the last one when done
   bool done = false;
   std::optional<Error> error;
   std::string torch;
   bool has_compile = false;
-  std::optional<bool> inputs_equal;  // check mode: the two input draws were identical
-  std::optional<Compile> compile;    // check mode, when torch.compile ran
-  std::int64_t warmup_calls = 0;     // time mode
+  std::optional<bool> inputs_equal;  // the two input draws were identical
+  std::optional<Compile> compile;    // when torch.compile ran
+  std::int64_t warmup_calls = 0;     // eager's, once timed
   double warmup_max_ms = 0;
-  std::vector<double> samples_ms;    // time mode: at most 1000 finite values >= 0
+  std::vector<double> samples_ms;          // eager's timed calls: at most 1000 finite values >= 0
+  std::vector<double> compile_samples_ms;  // the compiled model's, timed after eager's
 };
 
 // Parses and validates a report: every field present with its type, `phase` one of the

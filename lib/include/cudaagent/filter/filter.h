@@ -55,7 +55,7 @@ struct FilterSettings {
 
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
 // are not reused.
-inline constexpr std::string_view kFilterRulesVersion = "filter-4";  // 4: scaled tolerance
+inline constexpr std::string_view kFilterRulesVersion = "filter-5";  // 4: scaled tolerance; 5: one job, compile timed
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):
