@@ -81,6 +81,10 @@ def main():
 
     # Eager time of the shipped tasks against the window: 10 log-spaced buckets over it.
     eager = [f["eager_ms"]["median"] for f in shipped_filters if f.get("eager_ms")]
+    # torch.compile's time (timed after eager, same process and inputs) and eager over it.
+    compiled = [f["compile_ms"]["median"] for f in shipped_filters if f.get("compile_ms")]
+    compile_speedup = [f["eager_ms"]["median"] / f["compile_ms"]["median"] for f in shipped_filters
+                       if f.get("eager_ms") and f.get("compile_ms") and f["compile_ms"]["median"] > 0]
     buckets = []
     for b_lo, b_hi in log_buckets(lo, hi, 10):
         n = sum(1 for x in eager if b_lo <= x < b_hi or (b_hi == hi and x == hi))
@@ -147,7 +151,10 @@ def main():
                      "rejected_above": sum(1 for d in eager_reasons if "below" not in d)},
         "compile": {"shipped": counts(f["compile"].split(":")[0] for f in shipped_filters),
                     "filtered": counts(f["compile"].split(":")[0] for f in filters),
-                    "check_job_s_shipped": quantiles(seconds("check", shipped_filters))},
+                    "check_job_s_shipped": quantiles(seconds("check", shipped_filters)),
+                    "timed": len(compiled), "compile_ms": quantiles(compiled),
+                    "eager_over_compile": quantiles(compile_speedup),
+                    "compile_faster": sum(1 for x in compile_speedup if x > 1)},
         "rejections": {"first_reason": counts(f["reasons"][0]["check"] for f in rejected if f["reasons"]),
                        "every_reason": counts(r["check"] for f in rejected for r in f["reasons"]),
                        "keep_rate_by_depth": {}},
@@ -228,7 +235,7 @@ def markdown(c):
     s.append(table([[q["part"], q["started"], q["seconds"], q["fresh"], q["from_store"], q["errors"],
                      q["jobs"], q.get("gpu") or q["device"], q["stop"]] for q in c["parts"]],
                    ["part", "started", "s", "filtered", "from store", "errors", "jobs", "device", "stopped"]))
-    s.append("\nPer task (seconds): check job (build, eager, torch.compile) %s; timing job %s; whole task %s.\n"
+    s.append("\nPer task (seconds): checks (build, eager, torch.compile) %s; after them (timing, the slot's wait left out) %s; whole task %s.\n"
              % (quant_line(ft["check_job_s"]), quant_line(ft["timing_job_s"]), quant_line(ft["task_total_s"])))
     s.append("\n## Depth and operators\n\n")
     s.append(table([[d, n] for d, n in sorted(c["depth"].items(), key=lambda kv: int(kv[0]))], ["operators in the chain", "tasks"]))
@@ -244,12 +251,17 @@ def markdown(c):
     for b in e["buckets"]:
         s.append("%9s-%-9s ms %6d %s\n" % (fmt(b["from_ms"]), fmt(b["to_ms"]), b["tasks"], bar(b["tasks"], most)))
     s.append("```\n\nRejected for eager time: %d below the window, %d above.\n" % (e["rejected_below"], e["rejected_above"]))
-    s.append("\ntorch.compile (the filter does not time compiled code; it checks that it runs and "
-             "matches eager): shipped %s; all filtered %s. Check job seconds of the shipped tasks "
+    cc = c["compile"]
+    s.append("\ntorch.compile: shipped %s; all filtered %s. Check seconds of the shipped tasks "
              "(torch.compile's work included where it ran): %s.\n" % (
-                 ", ".join("%s %d" % kv for kv in c["compile"]["shipped"].items()) or "-",
-                 ", ".join("%s %d" % kv for kv in c["compile"]["filtered"].items()) or "-",
-                 quant_line(c["compile"]["check_job_s_shipped"])))
+                 ", ".join("%s %d" % kv for kv in cc["shipped"].items()) or "-",
+                 ", ".join("%s %d" % kv for kv in cc["filtered"].items()) or "-",
+                 quant_line(cc["check_job_s_shipped"])))
+    if cc.get("timed"):
+        s.append("The compiled model, timed after eager in the same process on the same inputs, for "
+                 "%d shipped tasks: %s ms; eager over compiled %s (compiled faster in %d).\n" % (
+                     cc["timed"], quant_line(cc["compile_ms"]), quant_line(cc["eager_over_compile"]),
+                     cc["compile_faster"]))
     r = c["rejections"]
     s.append("\n## Rejections\n\n")
     s.append(table([[reason, n, r["every_reason"].get(reason, 0)] for reason, n in r["first_reason"].items()]
