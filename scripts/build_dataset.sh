@@ -50,8 +50,9 @@
 #                        SIGTERM, so running tasks finish and every finished result is kept;
 #                        SIGKILL --grace seconds later (default 60); results stored in filter.db by
 #                        then are taken from it by the next part
-#   --jobs W             filter --jobs (default on cuda: half the cores, at most 8 per GPU, at least
-#                        2; 2 on cpu)
+#   --jobs W             filter --jobs (default on cuda: one core short of all of them, at most
+#                        16 per GPU, at least 2; 2 on cpu). Each task's checks run torch.compile
+#                        on one core, and they are most of its time: the GPU waits on the CPUs.
 #   --gpus LIST          filter --gpus
 #   --max-tasks N        filter at most the next N candidates (0, the default: all that are left)
 #   --log FILE           the filter's stderr (default STATE/../NAME-filter.log)
@@ -337,7 +338,7 @@ filter_part() {
     gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
     local cores
     cores=$(nproc)
-    jobs=${jobs:-$((cores / 2 < 8 * ngpus ? (cores / 2 > 2 ? cores / 2 : 2) : 8 * ngpus))}
+    jobs=${jobs:-$((cores - 1 < 16 * ngpus ? (cores - 1 > 2 ? cores - 1 : 2) : 16 * ngpus))}
   else
     jobs=${jobs:-2}
   fi

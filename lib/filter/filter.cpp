@@ -178,6 +178,9 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     // per core in every job, which --jobs parallel check jobs would multiply past the cores (each
     // pool process importing torch). Parallelism comes from --jobs.
     plan.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS=1");
+    // torch.compile's Python stack (Dynamo, Inductor, Triton: seconds of imports) once per worker,
+    // not once per task: every job is a fresh fork of the worker.
+    if (settings.compile) plan.warm_modules = {"torch._dynamo", "torch._inductor.compile_fx"};
     if (settings.device == "cuda") plan.env.push_back("CUDA_VISIBLE_DEVICES=" + devices[device]);
     plan.run_as = settings.run_as;
     plan.readable = {harness, made->in};

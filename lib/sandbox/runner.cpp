@@ -124,6 +124,9 @@ SandboxWrapper honour_stop(SandboxWrapper wrap, const std::atomic<int>* stop) {
 std::unique_ptr<HarnessWorker> make_harness_worker(const HarnessWorkerPlan& plan) {
   HarnessWorkerOptions options;
   options.process.argv = {plan.python, "-I", "-B", plan.harness_dir + "/worker.py", "--preload=torch"};
+  for (const std::string& module : plan.warm_modules) {
+    options.process.argv.push_back("--preload-optional=" + module);
+  }
   options.process.env = plan.env;
   options.process.limits.file_size_bytes = std::uint64_t{8} << 30;
   options.process.limits.open_files = 4096;

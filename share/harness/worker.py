@@ -33,6 +33,7 @@ line it writes is a string inside our JSON, never a message of ours.
 
 import ctypes
 import fcntl
+import importlib
 import json
 import os
 import resource
@@ -361,8 +362,31 @@ def _warm_torch_dispatch():
         print(f"worker: dispatch warm-up failed: {type(error).__name__}: {error}", file=sys.stderr)
 
 
+def _preload_optional(names):
+    """Imports modules a job would otherwise import in every fork (torch.compile's stack for the
+    filter), where this torch has them: one that is missing or fails costs the jobs time, not
+    correctness. Returns {name: "preloaded" | "missing: ..."}. Refuses to go on if an import
+    started CUDA: a forked child cannot use a CUDA context its parent made."""
+    done = {}
+    for name in names:
+        try:
+            importlib.import_module(name)
+            done[name] = "preloaded"
+        except Exception as error:  # noqa: BLE001  (any failure: the job imports it itself)
+            done[name] = f"missing: {type(error).__name__}"
+            print(f"worker: --preload-optional={name}: {type(error).__name__}: {error}", file=sys.stderr)
+    torch = sys.modules.get("torch")
+    if names and torch is not None and torch.cuda.is_initialized():
+        raise SystemExit("worker: a preloaded module initialised CUDA; jobs could not use the GPU")
+    if names and threading.active_count() > 1:
+        print(f"worker: {threading.active_count() - 1} threads after the preloads (forked jobs do "
+              "not inherit them)", file=sys.stderr)
+    return done
+
+
 def main():
     preload = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--preload=")]
+    optional = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("--preload-optional=")]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<us>/fd is closed to our children
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # a job's orphans become ours to end
@@ -372,6 +396,7 @@ def main():
         versions[name] = getattr(module, "__version__", "")
     if "torch" in preload:
         _warm_torch_dispatch()
+    versions.update(_preload_optional(optional))
     reply = os.fdopen(os.dup(1), "w")
     # Our own stdout is the reply channel only: stray prints of libraries go to stderr.
     os.dup2(2, 1)

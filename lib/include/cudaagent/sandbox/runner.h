@@ -69,9 +69,12 @@ std::vector<std::string> harness_environment(const std::string& home);
 // `wrap` is set) able to read `readable` and write only `writable`.
 // With `stop` (Session::stop_signal), a job or start of the worker ends within a fraction of a
 // second of a stop request, the worker killed with its sandbox (HarnessWorkerOptions::stop).
+// `warm_modules` are imported too before any job forks, where they exist (worker.py
+// --preload-optional): filter's torch.compile stack, which each forked job would import again.
 struct HarnessWorkerPlan {
   std::string python, harness_dir, log_path;
   std::vector<std::string> env, readable, writable;
+  std::vector<std::string> warm_modules;
   std::optional<ProcessCredentials> run_as;
   SandboxWrapper wrap;
   const std::atomic<int>* stop = nullptr;
