@@ -12,7 +12,7 @@
 #       still warm), ppo_bench.sh, then rollout episodes against cudaagent-train serve
 #   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop per kind of task
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
-#   tests/gpu/lease_h200.sh aa BIN OUT       session_h200.sh's A-A checks (relu_16m, sgemm_2048,
+#   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
 #       CALL_WAITS): a candidate identical to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
@@ -110,10 +110,18 @@ train)
 timing | aa)
   with_binaries
   sections=${SECTIONS:-anchor loop}
-  [[ $phase == aa ]] && sections=aa
+  if [[ $phase == aa ]]; then
+    sections=aa
+    # First, what a switch between two processes' GPU work costs (the owner's inputs, then the
+    # runner's first kernel): seconds, and it says whether that is the noise in a short call.
+    step context-switch 90 python3 "$root/tests/gpu/context_switch_probe.py" 300
+    jq -r '.kinds | to_entries[] | "| \(.key) | \(.value.b_host_us.median) | \(.value.b_host_us.p10)–\(.value.b_host_us.p90) | \(.value.b_event_us.median) | \(.value.a_work_us.median) |"' \
+      <(sed -n '/^{/,/^}/p' "$logs/context-switch.txt") >"$logs/context-switch.md" 2>/dev/null &&
+      sed -i '1i | before the runner | runner launch+sync µs (median) | p10–p90 | its kernel (events) µs | owner work µs |\n|---|---|---|---|---|' "$logs/context-switch.md"
+  fi
   step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
-  finish session/results.md
+  finish context-switch.md session/results.md
   ;;
 data)
   with_binaries
