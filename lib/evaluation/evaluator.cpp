@@ -308,6 +308,7 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   std::vector<std::string> owner_args = {"--task", st.task_path, "--device", st.settings.device, "--spin-ms",
                                          std::to_string(spin_ms.value())};
   if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
+  owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call)});
   auto session = st.owner_worker->open_session(st.job("session_owner.py", owner_args));
   if (!session) return session.status();
   st.owner.emplace(std::move(session).value());

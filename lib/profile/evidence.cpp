@@ -78,8 +78,10 @@ ProfileOutcome ProfileEvidence::decide() {
   if (withholds_reward(flags)) return finish(Verdict::kFlagHack, withholding_reason(flags));
   std::string reason = "timed: " + times(report.speedup_eager.median) + " over eager";
   if (report.speedup_compile) reason += ", " + times(report.speedup_compile->median) + " over torch.compile";
+  const std::string forwards =
+      s.forwards_per_call > 1 ? ", " + std::to_string(checked_calls * s.forwards_per_call) + " forwards" : "";
   return finish(Verdict::kPass, reason + " (every one of " + std::to_string(checked_calls) +
-                                    " candidate calls checked)");
+                                    " candidate calls checked" + forwards + ")");
 }
 
 // The record's "profile" value, field after field in the order cudaagent-records(5) lists them:
@@ -116,7 +118,8 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.end_object();
   json.key("flags");
   write_gate_findings(json, flags_);
-  json.key("checks").begin_object().field("calls", checked_calls).field("all_checked", true).end_object();
+  json.key("checks").begin_object().field("calls", checked_calls);
+  json.field("forwards", checked_calls * s.forwards_per_call).field("all_checked", true).end_object();
   json.key("kernels").null();
   json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
   // The cost of a call itself: the null model's median per round, and what was removed from every
@@ -179,7 +182,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
-  json.field("call_diagnostics", s.call_diagnostics);
+  json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());

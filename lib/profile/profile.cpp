@@ -60,7 +60,8 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("min_calls", s.min_calls).field("max_calls", s.max_calls);
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   // Diagnostics add two CUDA events to every call of every arm: other samples, another key.
-  key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics).end_object();
+  key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics);
+  key.field("forwards_per_call", s.forwards_per_call).end_object();
   return sha256_hex(material);
 }
 
@@ -87,6 +88,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.audit_fraction = settings.audit_fraction;
   evaluation.call_wait = settings.call_wait;
   evaluation.call_diagnostics = settings.call_diagnostics;
+  evaluation.forwards_per_call = settings.forwards_per_call;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();

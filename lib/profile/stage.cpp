@@ -194,6 +194,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_flag("--call-diagnostics", s.call_diagnostics, "Record where the timed calls' time goes "
                "(call_cost.phases_ms: the messages, the forward on the host and between CUDA events, "
                "the outputs), per model");
+  app.add_option("--forwards-per-call", s.forwards_per_call, "Forwards per call, each on fresh "
+                 "inputs and each judged; one sample per call, its time over them")
+      ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")

@@ -59,7 +59,14 @@ def structure_of(torch, value):
     return None if value is None else type(value).__name__
 
 
-def views(torch, buffer, layout):
-    """One tensor view of `buffer` per tensor slot of `layout` (None for number leaves)."""
-    return [buffer.tensor(torch, getattr(torch, spec["dtype"]), spec["shape"], spec["offset"])
+def views(torch, buffer, layout, base=0):
+    """One tensor view of `buffer` per tensor slot of `layout` (None for number leaves), the
+    layout starting `base` bytes into the buffer (a call's k-th forward: base = k * its bytes)."""
+    return [buffer.tensor(torch, getattr(torch, spec["dtype"]), spec["shape"], base + spec["offset"])
             if "dtype" in spec else None for spec in layout]
+
+
+def slot_seed(seed, slot):
+    """The seed of a call's `slot`-th forward: the call's own for the first, a fixed function of
+    it for the others (the call's seed is fresh and private, so theirs are too)."""
+    return (int(seed) + slot * 0x9E3779B97F4A7C15) % (1 << 63) if slot else int(seed)

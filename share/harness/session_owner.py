@@ -25,8 +25,10 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       "ready". -> {"ok", "runner": {its ready message, untrusted}}
   {"cmd": "calls", "arm": NAME, "model": M, "seeds": [...], "timeout_s": X, "flush": true,
    "audit_fraction": F}
-      one call per seed as above; the arm's first call and a random share F of the others run
-      under the runner's operator audit. M "null" (the cost of a call: the runner returns
+      one call per seed as above (with --forwards N, a call is N forwards, each on fresh inputs
+      drawn from the call's seed and its slot, in its own slot of the buffers, and each judged;
+      "host_ms" is the call's time over N); the arm's first call and a random share F of the
+      others run under the runner's operator audit. M "null" (the cost of a call: the runner returns
       ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
       -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
       "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
@@ -55,7 +57,7 @@ sys.path.insert(0, HERE)
 import call_wait  # noqa: E402
 import compare  # noqa: E402
 import shared_buffers  # noqa: E402
-from session_layout import flatten, layout_of, structure_of, views  # noqa: E402
+from session_layout import flatten, layout_of, slot_seed, structure_of, views  # noqa: E402
 
 
 def load_module(name, path):
@@ -111,7 +113,7 @@ class Arm:
         self.conn = conn
         self.inputs = inputs    # Buffer, read-only to the runner
         self.outputs = outputs  # Buffer, written by the runner
-        self.in_views = []
+        self.in_views = []   # per forward of a call (--forwards), the views of its slot
         self.out_views = []
         self.calls = 0
 
@@ -142,6 +144,23 @@ class Owner:
         else:
             inputs = list(self.task.get_inputs())
         return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def inputs_of_call(self, seed):
+        """Fresh inputs from `seed`, their leaves and their number leaves (sent in the call's
+        message); a ValueError when get_inputs() no longer fits the session's layout."""
+        torch = self.torch
+        inputs = self.make_inputs(seed)
+        leaves = flatten(torch, inputs, "input")
+        scalars = []
+        for spec, (_, leaf) in zip(self.input_layout, leaves):
+            if "dtype" in spec:
+                if not isinstance(leaf, torch.Tensor) or list(leaf.shape) != spec["shape"] or \
+                        str(leaf.dtype).replace("torch.", "") != spec["dtype"]:
+                    raise ValueError(f"{spec['path']}: get_inputs() changed shape or dtype between "
+                                     f"seeds; a session needs a fixed layout")
+            else:
+                scalars.append(leaf)
+        return inputs, leaves, scalars
 
     def init(self, command):
         torch = self.torch
@@ -221,13 +240,18 @@ class Owner:
         if not secrets.compare_digest(str(hello.get("token", "")), str(command["token"])):
             conn.close()
             raise PermissionError(f"the runner on {name}.sock did not present the arm's token")
-        inputs = shared_buffers.Buffer.create(self.device, max(self.input_bytes, 1))
-        outputs = shared_buffers.Buffer.create(self.device, max(self.output_bytes, 1))
+        forwards = self.args.forwards
+        inputs = shared_buffers.Buffer.create(self.device, max(forwards * self.input_bytes, 1))
+        outputs = shared_buffers.Buffer.create(self.device, max(forwards * self.output_bytes, 1))
         arm = Arm(name, conn, inputs, outputs)
-        arm.in_views = views(self.torch, inputs, self.input_layout)
-        arm.out_views = views(self.torch, outputs, self.output_layout)
+        arm.in_views = [views(self.torch, inputs, self.input_layout, k * self.input_bytes)
+                        for k in range(forwards)]
+        arm.out_views = [views(self.torch, outputs, self.output_layout, k * self.output_bytes)
+                         for k in range(forwards)]
         layout = {"device": self.device, "input_bytes": inputs.size, "output_bytes": outputs.size,
                   "inputs": self.input_layout, "outputs": self.output_layout,
+                  "forwards": forwards, "input_stride": self.input_bytes,
+                  "output_stride": self.output_bytes,
                   "output_structure": self.output_structure, "spin_ms": self.args.spin_ms,
                   "diagnostics": self.args.diagnostics}
         shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
@@ -278,48 +302,49 @@ class Owner:
         # judgement), summed over the batch, in ms: the price of checking every call.
         owner_ms = {"inputs": 0.0, "reference": 0.0, "prepare": 0.0, "judge": 0.0}
         phases = []  # with --diagnostics: where each timed call's time went (call_phases)
+        forwards = self.args.forwards
         arm.conn.settimeout(timeout)
         gc.disable()
         try:
             for index, seed in enumerate(command["seeds"]):
                 mark = time.perf_counter()
-                inputs = self.make_inputs(int(seed))
-                leaves = flatten(torch, inputs, "input")
-                scalars = []
-                for spec, (_, leaf) in zip(self.input_layout, leaves):
-                    if "dtype" in spec:
-                        if not isinstance(leaf, torch.Tensor) or list(leaf.shape) != spec["shape"] or \
-                                str(leaf.dtype).replace("torch.", "") != spec["dtype"]:
-                            raise ValueError(f"{spec['path']}: get_inputs() changed shape or dtype between "
-                                             f"seeds; a session needs a fixed layout")
-                    else:
-                        scalars.append(leaf)
+                # A call is --forwards forwards, each on its own fresh inputs in its own slot.
+                slot_inputs, slot_leaves, slot_scalars = [], [], []
+                for slot in range(forwards):
+                    inputs, leaves, scalars = self.inputs_of_call(slot_seed(seed, slot))
+                    slot_inputs.append(inputs)
+                    slot_leaves.append(leaves)
+                    slot_scalars.append(scalars)
                 owner_ms["inputs"] += (time.perf_counter() - mark) * 1e3
                 mark = time.perf_counter()
                 expected = None
                 if model != "null":  # a null call's outputs are ready-made zeros: nothing to judge
+                    expected = []
                     with torch.no_grad():
-                        expected = flatten(torch, self.model(*inputs))
+                        for inputs in slot_inputs:
+                            expected.append(flatten(torch, self.model(*inputs)))
                     if self.cuda:
                         torch.cuda.synchronize()
                 owner_ms["reference"] += (time.perf_counter() - mark) * 1e3
                 mark = time.perf_counter()
-                for view in arm.out_views:
-                    if view is not None:
-                        self.poison(view)
+                for slot_views in arm.out_views:
+                    for view in slot_views:
+                        if view is not None:
+                            self.poison(view)
                 if flush:
                     self.flush_buffer.zero_()
                 if self.cuda:
                     torch.cuda.synchronize()
                 audited = audit_fraction > 0 and (arm.calls == 0 or self.chooser.random() < audit_fraction)
                 arm.calls += 1
-                message = json.dumps({"cmd": "call", "model": model, "scalars": scalars,
+                message = json.dumps({"cmd": "call", "model": model, "slot_scalars": slot_scalars,
                                       "audit": audited}).encode()
                 owner_ms["prepare"] += (time.perf_counter() - mark) * 1e3
                 started = time.perf_counter_ns()
-                for view, (_, leaf) in zip(arm.in_views, leaves):
-                    if view is not None:
-                        view.copy_(leaf)
+                for slot_views, leaves in zip(arm.in_views, slot_leaves):
+                    for view, (_, leaf) in zip(slot_views, leaves):
+                        if view is not None:
+                            view.copy_(leaf)
                 if self.cuda:
                     torch.cuda.synchronize()
                 sent = time.perf_counter_ns()
@@ -333,6 +358,8 @@ class Owner:
                     stopped = {"call": index, "why": "runner ended", "detail": str(error)[:200]}
                     break
                 ended = time.perf_counter_ns()
+                # The time of one forward: the call's, over its forwards.
+                host_ms = (ended - started) / 1e6 / forwards
                 if not raw:
                     stopped = {"call": index, "why": "runner ended", "detail": "the runner closed the session"}
                     break
@@ -345,17 +372,17 @@ class Owner:
                 if not isinstance(reply, dict) or not reply.get("ok"):
                     detail = str(reply.get("error", reply) if isinstance(reply, dict) else reply)[:2000]
                     stopped = {"call": index, "why": "runner error", "detail": detail}
-                    results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": None,
+                    results.append({"seed": seed, "host_ms": host_ms, "check": None,
                                     "runner": reply if isinstance(reply, dict) else None})
                     break
                 mark = time.perf_counter()
-                check = self.judge(arm, expected, leaves, reply) if expected is not None else None
+                check = self.judge_call(arm, expected, slot_leaves, reply) if expected is not None else None
                 owner_ms["judge"] += (time.perf_counter() - mark) * 1e3
                 if self.args.diagnostics and not audited:
                     call = call_phases(started, sent, ended, reply.get("diagnostics"))
                     if call:
                         phases.append(call)
-                results.append({"seed": seed, "host_ms": (ended - started) / 1e6, "check": check,
+                results.append({"seed": seed, "host_ms": host_ms, "check": check,
                                 "audited": audited,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
@@ -366,13 +393,31 @@ class Owner:
             answer["phases_ms"] = {name: round(statistics.median(p[name] for p in phases), 4) for name in phases[0]}
         return answer
 
-    def judge(self, arm, expected, leaves, reply):
+    def judge_call(self, arm, expected, slot_leaves, reply):
+        """Every forward of a call judged by the same rules: the first that fails is the call's
+        check; when all match, the call's errors are the worst of its forwards'."""
+        answers = reply.get("slots")
+        if not isinstance(answers, list) or len(answers) != len(slot_leaves):
+            return {"match": False, "failure": "format",
+                    "reason": f"the runner answered for {len(answers) if isinstance(answers, list) else 'no'} "
+                              f"forwards of {len(slot_leaves)}",
+                    "max_abs_error": 0.0, "max_rel_error": 0.0, "mismatched": 0, "worst": ""}
+        worst = None
+        for slot, (want, leaves, answer) in enumerate(zip(expected, slot_leaves, answers)):
+            check = self.judge(arm, slot, want, leaves, answer if isinstance(answer, dict) else {})
+            if not check.get("match"):
+                return check
+            if worst is None or check.get("max_rel_error", 0) > worst.get("max_rel_error", 0):
+                worst = check
+        return worst
+
+    def judge(self, arm, slot, expected, leaves, reply):
         torch = self.torch
         want_tensors, got_tensors = [], []
         scalar_values = reply.get("scalars", [])
         scalar_index = 0
         structure_ok = reply.get("structure") == self.output_structure
-        for spec, view, (path, leaf) in zip(self.output_layout, arm.out_views, expected):
+        for spec, view, (path, leaf) in zip(self.output_layout, arm.out_views[slot], expected):
             if view is not None:
                 want_tensors.append((path, leaf))
                 got_tensors.append((path, view))
@@ -401,7 +446,7 @@ class Owner:
                     "max_abs_error": 0.0, "max_rel_error": 0.0, "mismatched": 0, "worst": ""}
         result = compare.compare_outputs(torch, want_tensors, got_tensors, self.atol, self.rtol)
         # The runner maps its inputs read-only, so a write faults in the runner; checked anyway.
-        for view, (path, leaf) in zip(arm.in_views, leaves):
+        for view, (path, leaf) in zip(arm.in_views[slot], leaves):
             if view is not None and not torch.equal(view, leaf):
                 result.update(match=False, failure="inputs_modified",
                               reason=f"{path}: the shared input changed during the call")
@@ -419,8 +464,14 @@ def main():
     parser.add_argument("--diagnostics", action="store_true",
                         help="runners report when each phase of a call ended; a calls reply adds "
                              "phases_ms, the median time of each phase over its timed calls")
+    parser.add_argument("--forwards", type=int, default=1,
+                        help="forwards per call, each on its own fresh inputs in its own slot of the "
+                             "shared buffers and each judged; a call's time over them is one sample, "
+                             "so the fixed cost of a call weighs 1/N as much")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
+    if not 1 <= args.forwards <= 64:
+        parser.error("--forwards must be 1 to 64")
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)
 
     def reply(message):

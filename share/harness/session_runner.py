@@ -13,10 +13,14 @@ difference between the two processes' costs shows.
 Start: the first line on stdin is the arm's token. The runner builds its model(s) before it
 connects, so construction can see no input; then it connects to --socket, presents the token, maps
 the two buffers the owner sends (inputs read-only), says "ready", and serves calls:
-  owner -> {"cmd": "call", "model": M, "scalars": [...], "audit": B}   inputs are in the input
-            buffer; B: run this forward under the operator audit (the owner chooses which calls)
-  runner -> {"ok": true, "structure": ..., "scalars": [...]}   outputs are in the output buffer
-            {"ok": false, "error": "..."}                      forward raised
+  owner -> {"cmd": "call", "model": M, "slot_scalars": [[...], ...], "audit": B}   the call's
+            forwards' inputs are in their slots of the input buffer (the layout's "forwards",
+            one or more, each "input_stride" bytes); B: run them under the operator audit (the
+            owner chooses which calls)
+  runner -> {"ok": true, "slots": [{"structure": ..., "scalars": [...]}, ...]}   each forward's
+            outputs are in its slot of the output buffer, copied out and synchronized before the
+            next forward starts (a forward may return a buffer it reuses)
+            {"ok": false, "error": "..."}                      a forward raised
   owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N}  and the runner ends.
 Status lines for the C++ driver go to fd 3 (one JSON object a line): "connected", "ended".
 """
@@ -64,6 +68,26 @@ def build_models(args, torch):
             models["compile"] = torch.compile(model, mode=None if args.compile_mode == "default"
                                               else args.compile_mode)
     return models
+
+
+def copy_out(torch, result_leaves, result_structure, out_specs, out_views):
+    """One forward's outputs into its slot of the output buffer; what the owner needs beside them:
+    {"structure", "scalars"} (a leaf of the wrong dtype or shape, or a foreign type, is not copied
+    and the structure says so)."""
+    answer = {"structure": result_structure, "scalars": []}
+    if len(result_leaves) == len(out_specs):
+        for spec, view, (_, leaf) in zip(out_specs, out_views, result_leaves):
+            if view is None:
+                answer["scalars"].append(leaf if isinstance(leaf, (bool, int, float)) else None)
+            elif type(leaf) is torch.Tensor and leaf.dtype == view.dtype and \
+                    tuple(leaf.shape) == tuple(view.shape):
+                view.copy_(leaf)
+            elif type(leaf) is not torch.Tensor:  # a subclass or an impostor: never judged
+                answer["structure"] = ["foreign", f"{type(leaf).__module__}.{type(leaf).__qualname__}"]
+                break
+            else:
+                answer["structure"] = ["mismatch", str(leaf.dtype), list(leaf.shape)]
+    return answer
 
 
 def main():
@@ -122,8 +146,12 @@ def main():
     layout = json.loads(raw)
     inputs = shared_buffers.Buffer.open(args.device, layout["input_bytes"], fds[0], readonly=True)
     outputs = shared_buffers.Buffer.open(args.device, layout["output_bytes"], fds[1], readonly=False)
-    in_views = views(torch, inputs, layout["inputs"])
-    out_views = views(torch, outputs, layout["outputs"])
+    # A call is `forwards` forwards (the owner's choice), each with its own slot of both buffers.
+    forwards = int(layout.get("forwards", 1))
+    slot_in = [views(torch, inputs, layout["inputs"], k * int(layout.get("input_stride", 0)))
+               for k in range(forwards)]
+    slot_out = [views(torch, outputs, layout["outputs"], k * int(layout.get("output_stride", 0)))
+                for k in range(forwards)]
     out_specs = layout["outputs"]
     # "null": outputs of the right shapes, made once; a call copies them like any other. Both roles
     # serve it, so the cost of a call is measured in each arm's own process (no candidate code runs
@@ -152,53 +180,50 @@ def main():
             conn.send(json.dumps({"forbidden_ops": audit.forbidden if audit else {}, "calls": calls}).encode())
             break
         calls += 1
-        scalars = iter(command.get("scalars", []))
-        args_in = [view if view is not None else next(scalars) for view in in_views]
+        slot_scalars = command.get("slot_scalars") or []
         try:
             name = command.get("model", "candidate")
+            audited = audit is not None and bool(command.get("audit"))
+            answer = {"ok": True, "slots": []}
             mark = forward_done = time.perf_counter()
+            first_forward = None
             forward_gpu_ms = 0.0
-            if name == "null":
-                result_leaves = list(zip([s["path"] for s in out_specs], ready_made))
-                result_structure = structure
-            else:
-                model = models[name]
-                audited = audit is not None and bool(command.get("audit"))
-                mark = time.perf_counter()
-                if events:
-                    events[0].record()
-                with torch.no_grad():
-                    if audited:
-                        with audit:
+            for slot in range(forwards):
+                scalars = iter(slot_scalars[slot] if slot < len(slot_scalars) else [])
+                args_in = [view if view is not None else next(scalars) for view in slot_in[slot]]
+                if name == "null":
+                    result_leaves = list(zip([s["path"] for s in out_specs], ready_made))
+                    result_structure = structure
+                else:
+                    model = models[name]
+                    started = time.perf_counter()
+                    first_forward = started if first_forward is None else first_forward
+                    if events:
+                        events[0].record()
+                    with torch.no_grad():
+                        if audited:
+                            with audit:
+                                result = model(*args_in)
+                        else:
                             result = model(*args_in)
-                    else:
-                        result = model(*args_in)
-                if events:
-                    events[1].record()
-                if cuda:
-                    # Every stream of this process, not only the current one: a kernel on a side
-                    # stream must be done before its output is copied out.
-                    torch.cuda.synchronize()
-                forward_done = time.perf_counter()
-                if events:
-                    forward_gpu_ms = events[0].elapsed_time(events[1])
-                result_leaves = flatten(torch, result, strict=False)
-                result_structure = structure_of(torch, result)
-            answer = {"ok": True, "structure": result_structure, "scalars": []}
+                    if events:
+                        events[1].record()
+                    if cuda:
+                        # Every stream of this process, not only the current one: a kernel on a
+                        # side stream must be done before its output is copied out.
+                        torch.cuda.synchronize()
+                    forward_done = time.perf_counter()
+                    if events:
+                        forward_gpu_ms += events[0].elapsed_time(events[1])
+                    result_leaves = flatten(torch, result, strict=False)
+                    result_structure = structure_of(torch, result)
+                answer["slots"].append(copy_out(torch, result_leaves, result_structure, out_specs, slot_out[slot]))
+                if cuda and slot + 1 < forwards:
+                    torch.cuda.synchronize()  # copied out before the next forward can touch it
+            if first_forward is not None:
+                mark = first_forward
             if calls == 1:  # where a first call's time goes (lazy loading of kernels), for people
-                answer["first_call_s"] = {"forward": time.perf_counter() - mark}
-            if len(result_leaves) == len(out_specs):
-                for spec, view, (_, leaf) in zip(out_specs, out_views, result_leaves):
-                    if view is None:
-                        answer["scalars"].append(leaf if isinstance(leaf, (bool, int, float)) else None)
-                    elif type(leaf) is torch.Tensor and leaf.dtype == view.dtype and \
-                            tuple(leaf.shape) == tuple(view.shape):
-                        view.copy_(leaf)
-                    elif type(leaf) is not torch.Tensor:  # a subclass or an impostor: never judged
-                        answer["structure"] = ["foreign", f"{type(leaf).__module__}.{type(leaf).__qualname__}"]
-                        break
-                    else:
-                        answer["structure"] = ["mismatch", str(leaf.dtype), list(leaf.shape)]
+                answer["first_call_s"] = {"forward": forward_done - mark}
             if cuda:
                 torch.cuda.synchronize()
             if calls == 1:

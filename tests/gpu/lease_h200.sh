@@ -14,7 +14,8 @@
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
-#       CALL_WAITS): a candidate identical to eager must show no difference
+#       CALL_WAITS, and each --forwards-per-call in FORWARDS, default 1): a candidate identical
+#       to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -119,7 +120,7 @@ timing | aa)
       <(sed -n '/^{/,/^}/p' "$logs/context-switch.txt") >"$logs/context-switch.md" 2>/dev/null &&
       sed -i '1i | before the runner | runner launch+sync µs (median) | p10–p90 | its kernel (events) µs | owner work µs |\n|---|---|---|---|---|' "$logs/context-switch.md"
   fi
-  step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" bash "$root/tests/gpu/session_h200.sh" \
+  step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish context-switch.md session/results.md
   ;;

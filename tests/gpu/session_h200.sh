@@ -7,7 +7,8 @@
 #            first where the machine lacks their libraries)
 #   ANCHOR_WORKSPACE  CUDA Agent's released agent_workdir (its utils/ scripts are timed on the same
 #            task family); skipped when not given.
-# Knobs: ITERATIONS (4 warm edits), AA_REPEATS (3), CALL_WAITS ("spin block": the A-A's
+# Knobs: ITERATIONS (4 warm edits), AA_REPEATS (3), FORWARDS ("1": the A-A's --forwards-per-call
+# values), CALL_WAITS ("spin block": the A-A's
 # --call-wait values), SECTIONS ("anchor loop cases aa"),
 # ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
 # (1: new processes per stage), LOOP_TASKS ("example large gemm conv softmax"), CASES (a glob of
@@ -167,24 +168,29 @@ fi
 # 4. A-A: the task's own Model as the candidate (its forward runs torch, so the audit rejects it,
 #    but the times stand), a few repeats per time class: "no_significant_difference" expected. It
 #    imports `model`, outside model_new.py's static policy: --no-python-policy. Each repeat runs
-#    once per call wait in CALL_WAITS ("spin block": profile's --call-wait), back to back, so the
-#    two ways of waiting meet the same machine; --call-diagnostics says where each call's time went.
+#    once per call wait in CALL_WAITS ("spin block": profile's --call-wait) and per forwards per
+#    call in FORWARDS ("1": --forwards-per-call), back to back, so the variants meet the same
+#    machine; --call-diagnostics says where each call's time went.
 if [[ $sections == *aa* ]]; then
   for task in relu_16m sgemm_2048 sgemm_4096; do
     for r in $(seq 1 "${AA_REPEATS:-3}"); do
       for wait in ${CALL_WAITS:-spin block}; do
-        (($(left) > 30)) || break 3
-        ws=$scratch/aa-$task-$r-$wait
-        mkdir -p "$ws/kernels"
-        cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
-        printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
-        t=$(now)
-        "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
-          --no-python-policy --call-wait "$wait" --call-diagnostics "$ws" \
-          >"$out/aa-$task-$r-$wait.json" 2>>"$log"
-        row aa "$task #$r $wait" no_significant_difference \
-          "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$wait.json")" "$(elapsed "$t")" \
-          "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' "$out/aa-$task-$r-$wait.json")"
+        for forwards in ${FORWARDS:-1}; do
+          (($(left) > 30)) || break 4
+          variant=$wait
+          ((forwards == 1)) || variant+=-x$forwards
+          ws=$scratch/aa-$task-$r-$variant
+          mkdir -p "$ws/kernels"
+          cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
+          printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
+          t=$(now)
+          "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
+            --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --call-diagnostics "$ws" \
+            >"$out/aa-$task-$r-$variant.json" 2>>"$log"
+          row aa "$task #$r $variant" no_significant_difference \
+            "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
+            "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' "$out/aa-$task-$r-$variant.json")"
+        done
       done
     done
   done

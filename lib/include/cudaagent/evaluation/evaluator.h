@@ -56,6 +56,11 @@ struct EvaluationSettings {
   // Runners report when each phase of a call ended and the forward's device time (CUDA events),
   // and each batch says where its calls' time went (CallBatch::phases_ms).
   bool call_diagnostics = false;
+  // Forwards per call (1 to 64): each on its own fresh inputs in its own slot of the shared
+  // buffers, each judged; a call's host time over them is one sample (CallResult::host_ms), so the
+  // fixed cost of a call (messages, the switch between the owner's and the runner's GPU work)
+  // weighs 1/N as much. The buffers grow N times.
+  int forwards_per_call = 1;
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.

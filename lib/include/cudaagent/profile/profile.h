@@ -65,6 +65,7 @@ struct ProfileSettings {
   double audit_fraction = 0.25;         // see EvaluationSettings: most timed calls run unaudited
   std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
   bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
+  int forwards_per_call = 1;            // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };
