@@ -120,7 +120,8 @@ timing | aa)
       <(sed -n '/^{/,/^}/p' "$logs/context-switch.txt") >"$logs/context-switch.md" 2>/dev/null &&
       sed -i '1i | before the runner | runner launch+sync µs (median) | p10–p90 | its kernel (events) µs | owner work µs |\n|---|---|---|---|---|' "$logs/context-switch.md"
   fi
-  step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
+  step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" \
+    LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish context-switch.md session/results.md
   ;;

@@ -8,7 +8,7 @@
 #   ANCHOR_WORKSPACE  CUDA Agent's released agent_workdir (its utils/ scripts are timed on the same
 #            task family); skipped when not given.
 # Knobs: ITERATIONS (4 warm edits), AA_REPEATS (3), FORWARDS ("1": the A-A's --forwards-per-call
-# values), CALL_WAITS ("spin block": the A-A's
+# values), LOOP_FORWARDS (1: the loop's --forwards-per-call), CALL_WAITS ("spin block": the A-A's
 # --call-wait values), SECTIONS ("anchor loop cases aa"),
 # ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
 # (1: new processes per stage), LOOP_TASKS ("example large gemm conv softmax"), CASES (a glob of
@@ -93,7 +93,7 @@ if [[ $sections == *loop* ]]; then
       [[ $i -gt 1 ]] && echo "// edit $i" >>"$cu"
       t=$(now)
       "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "$ws" 2>>"$log" |
-        "$bin/cudaagent-profile" --quiet --device cuda --db "$db" 2>>"$log" |
+        "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
         "$bin/cudaagent-reward" --quiet >"$out/cold-$kind-$i.json" 2>>"$log"
       row loop "$kind: new processes, iteration $i" PASS \
         "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' "$out/cold-$kind-$i.json")" \
@@ -108,7 +108,7 @@ if [[ $sections == *loop* ]]; then
     for i in $(seq 1 "$n"); do edits+=("$scratch/warm-$kind-$i"); done
     t=$(now)
     "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "${edits[@]}" 2>>"$log" |
-      "$bin/cudaagent-profile" --quiet --device cuda --db "$db" 2>>"$log" |
+      "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
       "$bin/cudaagent-reward" --quiet >"$out/warm-$kind.jsonl" 2>>"$log"
     total=$(elapsed "$t")
     i=0
