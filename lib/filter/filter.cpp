@@ -412,6 +412,7 @@ std::optional<EagerStats> judge_timing(const FilterSettings& settings, const Har
 
 struct FilterSeconds {
   double worker_start, check, time, slot, slot_wait, total;
+  std::optional<double> compile;  // torch.compile's share of the checks, as the task's process says
 };
 
 // The record's "filter" value.
@@ -449,6 +450,7 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
   out.field("check", seconds.check).field("time", seconds.time).field("slot", seconds.slot);
   out.field("slot_wait", seconds.slot_wait);
+  if (seconds.compile) out.field("compile", *seconds.compile);
   out.field("total", seconds.total).end_object().end_object();
   return json;
 }
@@ -541,8 +543,10 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     }
   }
   outcome.kept = reasons.empty();
-  const FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
-                            seconds.slot_wait, since(started)};
+  FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
+                      seconds.slot_wait, since(started), std::nullopt};
+  // For people sizing a filter run (its CPU time is mostly torch.compile); never a verdict.
+  if (run.report && run.report->compile) spent.compile = run.report->compile->seconds;
   outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
                              determinism, spent);
   return outcome;

@@ -72,7 +72,7 @@ while IFS= read -r id; do
       # Kept, timed with every run asked for, inside the window; on CUDA also compiled, on the GPU.
       condition='.filter.kept == true and .filter.eager_ms.runs == $runs and
                  .filter.eager_ms.median >= .filter.window_ms[0] and .filter.eager_ms.median <= .filter.window_ms[1]'
-      [[ $device == cuda ]] && condition+=' and .filter.compile == "ok" and .filter.compile_ms.runs >= 3 and .filter.device == "cuda" and (.filter.gpu | length > 0)'
+      [[ $device == cuda ]] && condition+=' and .filter.compile == "ok" and .filter.compile_ms.runs >= 3 and .filter.seconds.compile > 0 and .filter.device == "cuda" and (.filter.gpu | length > 0)'
       jq -e --argjson runs "$runs" "$condition" <<<"$record" >/dev/null && ok=pass
     else
       [[ $kept == false && ${reasons%%,*} == "$expected" ]] && ok=pass
