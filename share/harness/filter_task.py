@@ -249,7 +249,6 @@ def time_task(torch, report, args, model, inputs, compiled):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("check",), default="check")
     parser.add_argument("--task", required=True, help="the task's model.py")
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda")
@@ -262,7 +261,7 @@ def main():
     parser.add_argument("--await-go", action="store_true",
                         help="an interactive job: time the task after the checks (see await_go)")
     args = parser.parse_args()
-    report = Report(args.out, args.mode)
+    report = Report(args.out, "check")
     report.phase("torch")
     try:
         import torch
