@@ -196,8 +196,8 @@ def main():
                     result_structure = structure
                 else:
                     model = models[name]
-                    started = time.perf_counter()
-                    first_forward = started if first_forward is None else first_forward
+                    if first_forward is None:
+                        first_forward = time.perf_counter()
                     if events:
                         events[0].record()
                     with torch.no_grad():
