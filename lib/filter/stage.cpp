@@ -65,8 +65,15 @@ Result<ProcessCredentials> parse_user(std::string_view text) {
 
 class FilterStage final : public RecordStage {
  public:
-  FilterStage(const TaskFilter& filter, ResultStore* store, bool kept_only, Session& session)
-      : filter_(filter), store_(store), kept_only_(kept_only), session_(session) {}
+  // give_up_after: how many tasks in a row may fail for a reason outside them (the harness could
+  // not start, torch would not import, the GPU would not come up) before the run stops.
+  FilterStage(const TaskFilter& filter, ResultStore* store, bool kept_only, int give_up_after,
+              Session& session)
+      : filter_(filter),
+        store_(store),
+        kept_only_(kept_only),
+        give_up_after_(give_up_after),
+        session_(session) {}
 
   std::string_view key() const override { return "filter"; }
   bool slow_records() const override { return true; }  // a sandboxed run per record
@@ -95,19 +102,28 @@ class FilterStage final : public RecordStage {
       }
     }
     return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key)] {
+      if (gave_up_.load()) return RecordEdit::interrupted();  // not run: a re-run does it
       FilterOutcome outcome = filter_.run(source);
       if (outcome.stopped) return RecordEdit::interrupted();  // no result: a re-run does it
       if (outcome.infra) {
         ++failed_;
         session_.log.warn(cudaagent::quoted(id) + ": could not be filtered: " + outcome.infra_reason);
+        note_infra_failure(outcome.infra_reason);
         return RecordEdit::error("could not filter the task (retry): " + outcome.infra_reason);
       }
+      infra_in_a_row_.store(0);
       if (store_ != nullptr) {
         std::lock_guard lock(mutex_);
         pending_.push_back(StoredResult{job_key, "filter", id, outcome.json});
       }
       return finish(id, outcome.json);
     };
+  }
+
+  std::string given_up() const override {
+    if (!gave_up_.load()) return {};
+    std::lock_guard lock(mutex_);
+    return give_up_reason_;
   }
 
   Status before_release() override {
@@ -146,6 +162,19 @@ class FilterStage final : public RecordStage {
     return kept;
   }
 
+  // A broken harness or machine fails every task the same way, in a few milliseconds each: without
+  // this, one bad setting turns a whole dataset's input into error records.
+  void note_infra_failure(const std::string& reason) {
+    if (infra_in_a_row_.fetch_add(1) + 1 < give_up_after_ || gave_up_.load()) return;
+    std::lock_guard lock(mutex_);
+    if (gave_up_.load()) return;
+    give_up_reason_ = "gave up after " + std::to_string(give_up_after_) +
+                      " tasks in a row could not be filtered, the last because " + reason +
+                      ": the harness or the machine is at fault, not the tasks (the tasks not yet "
+                      "filtered have no record; run again once it is fixed)";
+    gave_up_.store(true);
+  }
+
   RecordEdit finish(const std::string& id, const std::string& json) {
     std::string checks;
     const bool kept = read_value(json, &checks);
@@ -158,8 +187,12 @@ class FilterStage final : public RecordStage {
   const TaskFilter& filter_;
   ResultStore* store_;
   bool kept_only_;
+  int give_up_after_;
   Session& session_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::atomic<int> infra_in_a_row_{0};
+  std::atomic<bool> gave_up_{false};
+  std::string give_up_reason_;  // under mutex_
   std::vector<StoredResult> pending_;
   std::atomic<std::uint64_t> kept_{0}, rejected_{0}, failed_{0}, from_store_{0};
 };
@@ -303,7 +336,9 @@ Result<StageEnd> run_filter(FilterOptions& options, Session& session) {
     if (!opened) return opened.status();
     store.emplace(std::move(opened).value());
   }
-  FilterStage stage(filter.value(), store ? &*store : nullptr, options.kept_only, session);
+  // Twice the jobs: every job in flight when the fault began fails once before any can succeed.
+  const int give_up_after = std::max(8, 2 * options.common.jobs);
+  FilterStage stage(filter.value(), store ? &*store : nullptr, options.kept_only, give_up_after, session);
   auto end = run_record_stage(stage, options.common, session);
   if (end && end.value() == StageEnd::kCompleted && session.stop_signal.load() != SIGPIPE) stage.summarize();
   return end;

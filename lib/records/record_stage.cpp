@@ -201,11 +201,13 @@ class Driver {
     }
     // A closed pipe downstream ends quietly.
     if (!reader_gone) summarize(session_.clock.now_seconds() - start);
+    if (std::string why = stage_.given_up(); !why.empty() && end) return Status::error(why);
     return end;
   }
 
  private:
-  bool stopping() const { return session_.stop_signal.load() != 0; }
+  // A stop request, or a stage that gave up (RecordStage::given_up).
+  bool stopping() const { return session_.stop_signal.load() != 0 || !stage_.given_up().empty(); }
 
   // Asks every wait of this run (the works' included) to end: the reader downstream is gone.
   void request_stop(int signal_number) {
@@ -439,7 +441,8 @@ class Driver {
     for (const Slot& slot : slots_) {
       running += slot.edit.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
     }
-    if (running > 0 && stopping() && session_.stop_signal.load() != SIGPIPE) {
+    const int signal_number = session_.stop_signal.load();
+    if (running > 0 && signal_number != 0 && signal_number != SIGPIPE) {
       session_.log.info("stopping on " + signal_name(session_.stop_signal.load()) +
                         ": waiting for " + std::to_string(running) + " running job" +
                         (running == 1 ? "" : "s") + " to end");

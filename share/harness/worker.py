@@ -362,12 +362,40 @@ def _warm_torch_dispatch():
         print(f"worker: dispatch warm-up failed: {type(error).__name__}: {error}", file=sys.stderr)
 
 
+def _forked_child_can_use_cuda():
+    """Whether a job forked from us now could still start CUDA. torch marks a fork as bad (and
+    refuses CUDA in the child: "Cannot re-initialize CUDA in forked subprocess") once the parent
+    asked the CUDA runtime anything, even only how many devices there are, which torch.cuda's
+    is_available() does and which importing torch.compile's stack can do; torch.cuda's
+    is_initialized() does not show it. So ask a forked child, the way a job would see it."""
+    torch = sys.modules.get("torch")
+    in_bad_fork = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
+    if in_bad_fork is None:
+        return True  # a torch without CUDA
+    child = os.fork()
+    if child == 0:
+        os._exit(3 if in_bad_fork() else 0)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _without_optional_preloads():
+    """Starts this worker again without its optional preloads (same process, same pipes): a
+    worker whose jobs could not use the GPU would fail every job."""
+    argv = [arg for arg in sys.argv if not arg.startswith("--preload-optional=")]
+    argv.append("--preloads-dropped")
+    os.execv(sys.executable, [sys.executable] + argv)
+
+
 def _preload_optional(names):
     """Imports modules a job would otherwise import in every fork (torch.compile's stack for the
     filter), where this torch has them: one that is missing or fails costs the jobs time, not
-    correctness. Returns {name: "preloaded" | "missing: ..."}. Refuses to go on if an import
-    started CUDA: a forked child cannot use a CUDA context its parent made."""
+    correctness. Returns {name: "preloaded" | "missing: ..."}. A preload that leaves forked jobs
+    unable to use CUDA is undone by starting the worker again without any."""
     done = {}
+    # torch.cuda's availability check through NVML, which leaves a fork usable; the runtime's
+    # count (the default) would not.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     for name in names:
         try:
             importlib.import_module(name)
@@ -375,9 +403,11 @@ def _preload_optional(names):
         except Exception as error:  # noqa: BLE001  (any failure: the job imports it itself)
             done[name] = f"missing: {type(error).__name__}"
             print(f"worker: --preload-optional={name}: {type(error).__name__}: {error}", file=sys.stderr)
-    torch = sys.modules.get("torch")
-    if names and torch is not None and torch.cuda.is_initialized():
-        raise SystemExit("worker: a preloaded module initialised CUDA; jobs could not use the GPU")
+    if names and not _forked_child_can_use_cuda():
+        print("worker: the preloads left forked jobs unable to use CUDA; starting again without "
+              "them", file=sys.stderr)
+        sys.stderr.flush()
+        _without_optional_preloads()
     if names and threading.active_count() > 1:
         print(f"worker: {threading.active_count() - 1} threads after the preloads (forked jobs do "
               "not inherit them)", file=sys.stderr)
@@ -397,6 +427,8 @@ def main():
     if "torch" in preload:
         _warm_torch_dispatch()
     versions.update(_preload_optional(optional))
+    if "--preloads-dropped" in sys.argv[1:]:
+        versions["preloads"] = "dropped: they left forked jobs unable to use CUDA"
     reply = os.fdopen(os.dup(1), "w")
     # Our own stdout is the reply channel only: stray prints of libraries go to stderr.
     os.dup2(2, 1)

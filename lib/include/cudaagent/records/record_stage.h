@@ -98,6 +98,14 @@ class RecordStage {
   // works of every record in the batch have returned; a stage with a store commits here, so
   // nothing is released that is not durable. A failure ends the run (exit 1).
   virtual Status before_release() { return Status::ok(); }
+
+  // Why the stage can no longer do its job whatever the records are (its tools broke: record
+  // after record failed for a reason outside the records), or "" while it can. Once it is not
+  // empty the driver ends the run as for a stop request (works not started are dropped, running
+  // ones waited for, every final record written, an -o file kept as FILE.partial) and fails it
+  // (exit 1) with this reason, instead of turning the rest of the input into error records.
+  // Called in the driver's thread while works run: cheap and thread-safe.
+  virtual std::string given_up() const { return {}; }
 };
 
 struct StageCounts {
