@@ -267,7 +267,14 @@ def main():
         import torch
 
         if args.device == "cuda":
-            torch.cuda.init()  # before any task code: a device that will not start is ours to fix
+            # Before any task code, the device at work the way the checks use it (a kernel, a
+            # copy back, a factory call under torch.device): a device that will not work is ours
+            # to fix, never the task's fault.
+            torch.cuda.init()
+            (torch.ones(1, device="cuda") + 1).item()
+            if hasattr(torch.device, "__enter__"):
+                with torch.device("cuda"):
+                    torch.empty(1)
     except BaseException as error:
         report.fail(error)
         return 4

@@ -362,19 +362,33 @@ def _warm_torch_dispatch():
         print(f"worker: dispatch warm-up failed: {type(error).__name__}: {error}", file=sys.stderr)
 
 
+_nvml_check_set_here = False  # whether PYTORCH_NVML_BASED_CUDA_CHECK is ours to take back
+
+
 def _forked_child_can_use_cuda():
-    """Whether a job forked from us now could still start CUDA. torch marks a fork as bad (and
-    refuses CUDA in the child: "Cannot re-initialize CUDA in forked subprocess") once the parent
-    asked the CUDA runtime anything, even only how many devices there are, which torch.cuda's
-    is_available() does and which importing torch.compile's stack can do; torch.cuda's
-    is_initialized() does not show it. So ask a forked child, the way a job would see it."""
+    """Whether a job forked from us now could still use the GPU. Importing torch.compile's stack
+    can ask the CUDA runtime things (how many devices there are) that leave a forked child unable
+    to use it ("Cannot re-initialize CUDA in forked subprocess", "invalid argument to
+    exchangeDevice"), and torch.cuda's is_initialized() does not show it. So a forked child does
+    what a job's first steps do; where it has no GPU to ask about, there is nothing to spoil."""
     torch = sys.modules.get("torch")
-    in_bad_fork = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
-    if in_bad_fork is None:
-        return True  # a torch without CUDA
+    if torch is None:
+        return True
     child = os.fork()
     if child == 0:
-        os._exit(3 if in_bad_fork() else 0)
+        try:
+            in_bad_fork = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
+            if in_bad_fork is not None and in_bad_fork():
+                os._exit(3)
+            if not torch.cuda.is_available():
+                os._exit(0)
+            torch.cuda.init()
+            (torch.ones(1, device="cuda") + 1).item()
+            with torch.device("cuda"):
+                torch.empty(1)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001  (any failure: the jobs would meet it too)
+            os._exit(3)
     _, status = os.waitpid(child, 0)
     return os.waitstatus_to_exitcode(status) == 0
 
@@ -384,6 +398,8 @@ def _without_optional_preloads():
     worker whose jobs could not use the GPU would fail every job."""
     argv = [arg for arg in sys.argv if not arg.startswith("--preload-optional=")]
     argv.append("--preloads-dropped")
+    if _nvml_check_set_here:
+        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]  # torch's default again
     os.execv(sys.executable, [sys.executable] + argv)
 
 
@@ -395,7 +411,10 @@ def _preload_optional(names):
     done = {}
     # torch.cuda's availability check through NVML, which leaves a fork usable; the runtime's
     # count (the default) would not.
-    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    global _nvml_check_set_here
+    if "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ:
+        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        _nvml_check_set_here = True
     for name in names:
         try:
             importlib.import_module(name)

@@ -29,7 +29,8 @@ class PreloadOptionalTest(unittest.TestCase):
         self.assertEqual(worker._preload_optional([]), {})
 
     def _with_fake_torch(self, in_bad_fork):
-        fake = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_isInBadFork=in_bad_fork))
+        fake = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_isInBadFork=in_bad_fork),
+                                     cuda=types.SimpleNamespace(is_available=lambda: False))
         saved = sys.modules.get("torch")
         sys.modules["torch"] = fake
         self.addCleanup(lambda: sys.modules.__setitem__("torch", saved) if saved is not None
@@ -55,6 +56,18 @@ class PreloadOptionalTest(unittest.TestCase):
             worker._preload_optional(["json"])
         self.assertEqual(restarts, [True])
         self.assertIn("unable to use CUDA", err.getvalue())
+
+    def test_a_child_whose_gpu_work_fails_restarts_the_worker_without_preloads(self):
+        def init():
+            raise RuntimeError("invalid argument to exchangeDevice")
+
+        fake = types.SimpleNamespace(_C=types.SimpleNamespace(),
+                                     cuda=types.SimpleNamespace(is_available=lambda: True, init=init))
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = fake
+        self.addCleanup(lambda: sys.modules.__setitem__("torch", saved) if saved is not None
+                        else sys.modules.pop("torch", None))
+        self.assertFalse(worker._forked_child_can_use_cuda())
 
     def test_a_clean_fork_keeps_the_preloads(self):
         self._with_fake_torch(lambda: False)
