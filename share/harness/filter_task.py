@@ -270,11 +270,14 @@ def main():
             # Before any task code, the device at work the way the checks use it (a kernel, a
             # copy back, a factory call under torch.device): a device that will not work is ours
             # to fix, never the task's fault.
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
             torch.cuda.init()
             (torch.ones(1, device="cuda") + 1).item()
             if hasattr(torch.device, "__enter__"):
                 with torch.device("cuda"):
                     torch.empty(1)
+            torch.cuda.synchronize()
     except BaseException as error:
         report.fail(error)
         return 4

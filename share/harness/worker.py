@@ -362,9 +362,6 @@ def _warm_torch_dispatch():
         print(f"worker: dispatch warm-up failed: {type(error).__name__}: {error}", file=sys.stderr)
 
 
-_nvml_check_set_here = False  # whether PYTORCH_NVML_BASED_CUDA_CHECK is ours to take back
-
-
 def _forked_child_can_use_cuda():
     """Whether a job forked from us now could still use the GPU. Importing torch.compile's stack
     can ask the CUDA runtime things (how many devices there are) that leave a forked child unable
@@ -386,6 +383,7 @@ def _forked_child_can_use_cuda():
             (torch.ones(1, device="cuda") + 1).item()
             with torch.device("cuda"):
                 torch.empty(1)
+            torch.cuda.synchronize()
             os._exit(0)
         except BaseException:  # noqa: BLE001  (any failure: the jobs would meet it too)
             os._exit(3)
@@ -398,8 +396,6 @@ def _without_optional_preloads():
     worker whose jobs could not use the GPU would fail every job."""
     argv = [arg for arg in sys.argv if not arg.startswith("--preload-optional=")]
     argv.append("--preloads-dropped")
-    if _nvml_check_set_here:
-        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]  # torch's default again
     os.execv(sys.executable, [sys.executable] + argv)
 
 
@@ -408,13 +404,9 @@ def _preload_optional(names):
     filter), where this torch has them: one that is missing or fails costs the jobs time, not
     correctness. Returns {name: "preloaded" | "missing: ..."}. A preload that leaves forked jobs
     unable to use CUDA is undone by starting the worker again without any."""
+    # (torch's PYTORCH_NVML_BASED_CUDA_CHECK would keep the device count from spoiling the fork,
+    # but NVML does not work inside the sandbox: torch.cuda then says there is no GPU.)
     done = {}
-    # torch.cuda's availability check through NVML, which leaves a fork usable; the runtime's
-    # count (the default) would not.
-    global _nvml_check_set_here
-    if "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ:
-        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-        _nvml_check_set_here = True
     for name in names:
         try:
             importlib.import_module(name)
