@@ -50,6 +50,11 @@ bool is_allocation_failure(std::string_view message) {
   return false;
 }
 
+bool is_disk_full(std::string_view message) {
+  return message.find("No space left on device") != std::string_view::npos ||
+         message.find("[Errno 28]") != std::string_view::npos;
+}
+
 std::string stderr_tail(const std::string& err) {
   std::string text = err;
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -359,6 +364,7 @@ RunJudgement judge_run(const ProcessResult& process, const std::optional<Harness
       return infra("the harness could not import torch or start the device: " + error.message);
     }
     if (is_allocation_failure(error.message)) return reject("memory", error.phase + ": " + error.message);
+    if (is_disk_full(error.message)) return reject("disk", error.phase + ": " + error.message);
     return reject(check_for_phase(error.phase).c_str(), error.message);
   }
   if (report->done && process.outcome == ProcessResult::Outcome::kExited && process.exit_code == 0) {
@@ -447,6 +453,12 @@ std::optional<std::string> compile_unavailable(std::string_view torch_version) {
   if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2 || major >= 2) return std::nullopt;
   return "skipped: torch " + std::to_string(major) + "." + std::to_string(minor) +
          " has no torch.compile";
+}
+
+bool failed_for_shared_resources(const std::vector<FilterReason>& reasons) {
+  return std::any_of(reasons.begin(), reasons.end(), [](const FilterReason& reason) {
+    return reason.check == "memory" || reason.check == "disk";
+  });
 }
 
 }  // namespace cudaagent

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <csignal>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -76,6 +77,8 @@ struct FilterWorker {
   std::string in, out;
   std::unique_ptr<HarnessWorker> worker;
   bool busy = false;
+  bool alone = false;   // its task asked for the device to itself
+  bool shared = false;  // another task ran on its device at some time during its task
 };
 
 struct TaskFilter::State {
@@ -89,8 +92,13 @@ struct TaskFilter::State {
   std::unique_ptr<RemovedTree> remove_root;
 
   // How many tasks use each device, the workers, and each device's timing slot in this process.
+  // A task can ask for a device to itself (a retry after it ran out of memory or disk beside other
+  // tasks): no new task starts there while it waits (alone_waiting) or runs (alone_running).
   std::mutex mutex;
+  std::condition_variable changed;  // a task ended, or stopped waiting
   std::vector<int> busy;
+  std::vector<int> alone_waiting;
+  std::vector<char> alone_running;
   std::vector<std::unique_ptr<FilterWorker>> workers;
   std::vector<std::unique_ptr<std::mutex>> timing;
 
@@ -100,13 +108,16 @@ struct TaskFilter::State {
   }
 
   // The least busy device and an idle worker for it (a new one, not yet started, when none is
-  // idle: at most as many workers as tasks run at once). A Status when its directories cannot be
-  // made.
-  Result<FilterWorker*> acquire_worker();
+  // idle: at most as many workers as tasks run at once). `alone`: once no other task of this
+  // process runs there (new ones wait meanwhile). A Status when its directories cannot be made,
+  // or a stop request ended the wait.
+  Result<FilterWorker*> acquire_worker(bool alone);
   void release_worker(FilterWorker* worker) {
     std::lock_guard lock(mutex);
     worker->busy = false;
     --busy[worker->device];
+    if (worker->alone) alone_running[worker->device] = 0;
+    changed.notify_all();
   }
 
 
@@ -120,6 +131,11 @@ struct TaskFilter::State {
                                const std::function<bool(const HarnessReport&)>& judge,
                                JobSeconds& seconds);
   FilterOutcome filter(const std::string& model_py);
+  // One run of the task; `retried_because`: why an earlier run beside other tasks failed (this
+  // run then has the device to itself). `shared_failure` receives that reason when this run
+  // failed for a shared resource while other tasks ran on its device.
+  FilterOutcome filter_once(const std::string& model_py, const std::string& retried_because,
+                            std::string& shared_failure);
 };
 
 namespace {
@@ -143,11 +159,40 @@ std::string reasons_json(const std::vector<FilterReason>& reasons) {
 
 }  // namespace
 
-Result<FilterWorker*> TaskFilter::State::acquire_worker() {
-  std::lock_guard lock(mutex);
+Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
+  std::unique_lock lock(mutex);
+  const auto stopping = [&] { return settings.stop != nullptr && settings.stop->load() != 0; };
+  const auto least_busy = [&](bool skip_reserved) -> std::optional<std::size_t> {
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < busy.size(); ++i) {
+      if (skip_reserved && (alone_waiting[i] > 0 || alone_running[i])) continue;
+      if (!best || busy[i] < busy[*best]) best = i;
+    }
+    return best;
+  };
   std::size_t device = 0;
-  for (std::size_t i = 1; i < busy.size(); ++i) {
-    if (busy[i] < busy[device]) device = i;
+  if (alone) {
+    device = *least_busy(false);
+    ++alone_waiting[device];
+    while (busy[device] > 0 || alone_running[device]) {
+      if (stopping()) {
+        --alone_waiting[device];
+        changed.notify_all();
+        return stopped_status(settings.stop->load());
+      }
+      changed.wait_for(lock, std::chrono::milliseconds(200));
+    }
+    --alone_waiting[device];
+    alone_running[device] = 1;
+  } else {
+    for (auto free = least_busy(true);; free = least_busy(true)) {
+      if (free) {
+        device = *free;
+        break;
+      }
+      if (stopping()) return stopped_status(settings.stop->load());
+      changed.wait_for(lock, std::chrono::milliseconds(200));
+    }
   }
   FilterWorker* chosen = nullptr;
   for (const auto& worker : workers) {
@@ -192,6 +237,13 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker() {
     chosen = workers.back().get();
   }
   chosen->busy = true;
+  chosen->alone = alone;
+  chosen->shared = false;
+  for (const auto& other : workers) {  // every task now on the device shares it with this one
+    if (other->busy && other->device == device && other.get() != chosen) {
+      other->shared = chosen->shared = true;
+    }
+  }
   ++busy[device];
   return chosen;
 }
@@ -420,7 +472,8 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
                         const std::vector<FilterReason>& reasons,
                         const std::optional<EagerStats>& stats,
                         const std::optional<EagerStats>& compiled_stats, const std::string& compile_text,
-                        const std::string& determinism, const FilterSeconds& seconds) {
+                        const std::string& determinism, const FilterSeconds& seconds,
+                        const std::string& retried_because) {
   std::string json;
   JsonWriter out(json);
   out.begin_object().field("kept", reasons.empty()).key("reasons").raw(reasons_json(reasons));
@@ -447,6 +500,9 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   out.field("torch", torch.torch_version).field("python", torch.python_version);
   out.field("seed", settings.seed).field("rules", kFilterRulesVersion);
   out.field("sandbox", settings.sandbox_summary);
+  // The reasons of a first run that failed for memory or disk beside other tasks: this result is
+  // from a second run with the device to itself.
+  if (!retried_because.empty()) out.key("first_run_shared").raw(retried_because);
   out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
   out.field("check", seconds.check).field("time", seconds.time).field("slot", seconds.slot);
   out.field("slot_wait", seconds.slot_wait);
@@ -457,9 +513,23 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
 
 }  // namespace
 
-// The check job, then the timing job for a task that passed it, each returning through infra() when
-// the machinery fails: kept in one function so that the order of the jobs reads top to bottom.
+// A task that ran out of GPU memory or disk while other tasks' jobs shared its device (their
+// inputs, outputs and caches) says nothing yet about itself: it runs once more with the device
+// to itself, and that run decides.
 FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
+  std::string shared_failure;
+  FilterOutcome outcome = filter_once(model_py, "", shared_failure);
+  if (outcome.infra || shared_failure.empty()) return outcome;
+  std::string unused;
+  return filter_once(model_py, shared_failure, unused);
+}
+
+// The task's job: the checks, the trusted reading of their files, then the timing, returning
+// through infra() when the machinery fails: kept in one function so that the order reads top to
+// bottom.
+FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
+                                             const std::string& retried_because,
+                                             std::string& shared_failure) {
   const auto started = SteadyClock::now();
   FilterOutcome outcome;
   const auto infra = [&](std::string why) {
@@ -468,7 +538,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     outcome.stopped = settings.stop != nullptr && settings.stop->load() != 0;
     return outcome;
   };
-  auto acquired = acquire_worker();
+  auto acquired = acquire_worker(!retried_because.empty());
   if (!acquired) return infra(acquired.status().message());
   FilterWorker& worker = *acquired.value();
   struct Release {
@@ -543,12 +613,16 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
     }
   }
   outcome.kept = reasons.empty();
+  if (retried_because.empty() && failed_for_shared_resources(reasons)) {
+    std::lock_guard lock(mutex);
+    if (worker.shared) shared_failure = reasons_json(reasons);
+  }
   FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
                       seconds.slot_wait, since(started), std::nullopt};
   // For people sizing a filter run (its CPU time is mostly torch.compile); never a verdict.
   if (run.report && run.report->compile) spent.compile = run.report->compile->seconds;
   outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
-                             determinism, spent);
+                             determinism, spent, retried_because);
   return outcome;
 }
 
@@ -580,6 +654,8 @@ Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
                          std::strerror(errno));
   }
   state->busy.assign(state->devices.size(), 0);
+  state->alone_waiting.assign(state->devices.size(), 0);
+  state->alone_running.assign(state->devices.size(), 0);
   for (std::size_t i = 0; i < state->devices.size(); ++i) {
     state->timing.push_back(std::make_unique<std::mutex>());
   }

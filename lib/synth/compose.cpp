@@ -13,6 +13,10 @@ namespace cudaagent::synth {
 namespace {
 
 constexpr std::int64_t kMaxElements = (std::int64_t{1} << 31) - 1;  // many CUDA kernels index in int32
+// The task's output travels between processes as one tensor file, which the filter and the
+// verifier read up to 4 GiB (tensor_file.h's default cap): float32 elements, 1 MiB left for the
+// header. A larger output could never be judged, so it is never drawn.
+constexpr std::int64_t kMaxOutputElements = ((std::int64_t{4} << 30) - (std::int64_t{1} << 20)) / 4;
 constexpr int kParamDraws = 8;     // parameter draws tried for one operator at one position
 constexpr int kOperatorPicks = 12; // operators tried for one position
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -445,6 +449,17 @@ Status Composer::draw_start(const OpEntry& entry, Rng& rng, Shape& shape, int& s
   return Status::ok();
 }
 
+namespace {
+
+Status output_readable(const Composition& c) {
+  if (numel(c.ops.back().out) > static_cast<double>(kMaxOutputElements)) {
+    return Status::error("output over the 4 GiB a verifier reads");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status Composer::evaluate_chain(Composition& c, std::int64_t batch) const {
   Shape shape;
   shape.push_back(batch);
@@ -472,7 +487,10 @@ Status Composer::finish(Composition& c, Rng& rng) const {
     const std::string& need = catalog_.ops[static_cast<std::size_t>(op.entry)].min_torch;
     if (!need.empty() && compare_versions(need, c.min_torch) > 0) c.min_torch = need;
   }
-  if (settings_.batch > 0) return evaluate_chain(c, settings_.batch);
+  if (settings_.batch > 0) {
+    if (auto s = evaluate_chain(c, settings_.batch); !s) return s;
+    return output_readable(c);
+  }
 
   // Costs and sizes are affine in the batch: read them at 1 and 2.
   Composition at2 = c;
@@ -514,6 +532,8 @@ Status Composer::finish(Composition& c, Rng& rng) const {
   };
   hi = std::min(hi, cap(memory, settings_.memory_bytes));
   for (const Line& t : tensors) hi = std::min(hi, cap(t, static_cast<double>(kMaxElements)));
+  const Line output{numel(c.ops.back().out), numel(at2.ops.back().out) - numel(c.ops.back().out)};
+  hi = std::min(hi, cap(output, static_cast<double>(kMaxOutputElements)));
   if (hi < lo) return Status::error("too large even at the smallest batch");
   const double log_lo = std::log(settings_.window_lo_ms), log_hi = std::log(settings_.window_hi_ms);
   const double target = std::exp(log_lo + rng.uniform() * (log_hi - log_lo));
@@ -551,7 +571,7 @@ Status Composer::finish(Composition& c, Rng& rng) const {
     return Status::error(buffer);
   }
   if (c.memory_bytes > settings_.memory_bytes) return Status::error("over the memory cap");
-  return Status::ok();
+  return output_readable(c);
 }
 
 Status Composer::try_random(int depth, Rng& rng, Composition& out) const {

@@ -110,6 +110,15 @@ def synchronize(torch, device):
         torch.cuda.synchronize()
 
 
+def release_cached(torch, device):
+    """Hands the memory torch's allocator keeps cached back to the device. Jobs of other tasks
+    share the GPU, and this one is about to spend seconds on the CPU (torch.compile's tracing and
+    code generation, the wait for the timing slot) holding a forward's peak for nothing."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
 def seeded(torch, seed, device, make):
     """make() after torch.manual_seed(seed). On CUDA (torch 2.0 on), first with the GPU as the
     default device of factory calls, so that the model's parameters are initialised and
@@ -167,6 +176,8 @@ def check(torch, report, args):
             synchronize(torch, args.device)
             tensor_file.write(torch, os.path.join(args.out, name + ".bin"), output)
             del output
+    del inputs_b
+    release_cached(torch, args.device)
     compiled = None
     if args.compile and report.data["has_compile"]:
         report.phase("compile")
@@ -177,6 +188,8 @@ def check(torch, report, args):
                 output = compiled(*cloned(torch, inputs_a))
             synchronize(torch, args.device)
             tensor_file.write(torch, os.path.join(args.out, "out_compile.bin"), output)
+            del output
+            release_cached(torch, args.device)
             report.data["compile"] = {"ok": True, "error": "",
                                       "seconds": time.perf_counter() - started}
         except Exception as error:  # a compile failure is a finding about the task, not a crash

@@ -188,6 +188,16 @@ TEST_CASE("judge_run: allocation failures are memory, in any phase") {
   }
 }
 
+TEST_CASE("judge_run: a full disk is disk, and memory and disk are the shared resources") {
+  const RunJudgement j = cudaagent::judge_run(
+      exited(3), failed_in("forward", "OSError: [Errno 28] No space left on device"), "");
+  CHECK(checks_of(j.reasons) == std::vector<std::string>{"disk"});
+  CHECK(cudaagent::failed_for_shared_resources(j.reasons));
+  CHECK(cudaagent::failed_for_shared_resources({{"determinism", "x"}, {"memory", "y"}}));
+  CHECK_FALSE(cudaagent::failed_for_shared_resources({{"eager", "OSError: [Errno 2] No such file"}}));
+  CHECK_FALSE(cudaagent::failed_for_shared_resources({}));
+}
+
 TEST_CASE("judge_run: timeouts, signals and early exits") {
   ProcessResult timed_out = signaled(SIGKILL);
   timed_out.outcome = Outcome::kTimedOut;

@@ -135,6 +135,40 @@ TEST_CASE("the estimate lands in the window and is the sum of the operators' est
   }
 }
 
+TEST_CASE("the output stays within the 4 GiB a verifier reads, even when memory allows more") {
+  ComposeSettings settings;
+  settings.memory_bytes = 64.0 * (1ull << 30);
+  settings.window_lo_ms = 50;
+  settings.window_hi_ms = 100;
+  const double cap = static_cast<double>(((std::int64_t{4} << 30) - (std::int64_t{1} << 20)) / 4);
+  const Composer composer(catalog(), settings, {index_of("relu")});
+  for (std::uint64_t index = 0; index < 50; ++index) {
+    auto c = composer.compose(1, index);
+    if (!c) continue;  // relu alone may not reach 50 ms under the cap: no task, never a big one
+    double elements = 1;
+    for (auto d : c.value().ops.back().out) elements *= static_cast<double>(d);
+    CHECK(elements <= cap);
+  }
+  // With a fixed batch a large output is an error: 2^21 rows of 512 are 2^30 elements, over the
+  // cap but under int32's limit on any one tensor.
+  ComposeSettings fixed;
+  fixed.batch = std::int64_t{1} << 21;
+  fixed.attempts = 1;
+  const Composer big(catalog(), fixed, {index_of("relu")});
+  int refused = 0;
+  for (std::uint64_t index = 0; index < 40; ++index) {
+    auto c = big.compose(1, index);
+    if (c) {
+      double elements = 1;
+      for (auto d : c.value().ops.back().out) elements *= static_cast<double>(d);
+      CHECK(elements <= cap);
+    } else {
+      refused += c.status().message().find("output over the 4 GiB") != std::string::npos;
+    }
+  }
+  CHECK(refused > 0);
+}
+
 TEST_CASE("the device model: compute-bound, memory-bound and launch-bound operators") {
   ComposeSettings settings;
   settings.device = {50.0, 100.0, 2.0, 10.0};

@@ -19,7 +19,7 @@
 namespace cudaagent {
 
 // One reason a task was rejected. `check` is one of: load, interface, init, inputs, eager,
-// memory, timeout, crash, output, non_finite, all_zero, constant, determinism,
+// memory, disk, timeout, crash, output, non_finite, all_zero, constant, determinism,
 // input_dependence, compile, eager_time.
 struct FilterReason {
   std::string check;
@@ -72,7 +72,8 @@ struct RunJudgement {
 
 // Judges a harness process from its result and its report (nullopt with `report_problem` when
 // report.json was missing or invalid). An error in the task's phases is a reason named after the
-// phase (forward -> eager), or "memory" when the message is an allocation failure; a timeout is
+// phase (forward -> eager), or "memory" when the message is an allocation failure ("disk" when
+// the disk was full: "No space left on device"); a timeout is
 // "timeout"; a signal or an exit without a complete report is "crash" ("memory" for SIGKILL, the
 // OOM killer's signal). An error while importing torch, or no report at all, is infrastructure.
 RunJudgement judge_run(const ProcessResult& process, const std::optional<HarnessReport>& report,
@@ -109,6 +110,10 @@ Result<EagerStats> eager_stats(const std::vector<double>& samples_ms);
 
 // The "eager_time" reason when the median is outside [low_ms, high_ms], else nullopt.
 std::optional<FilterReason> judge_window(const EagerStats& stats, double low_ms, double high_ms);
+
+// Whether the reasons include a failure that other tasks' jobs sharing the device and the disk
+// can cause: "memory" or "disk". Such a task deserves a run of its own before it is rejected.
+bool failed_for_shared_resources(const std::vector<FilterReason>& reasons);
 
 // "skipped: torch 1.13 has no torch.compile" for a torch version below 2 ("1.13.0a0"), else
 // nullopt. Versions that do not parse are taken to have it.

@@ -55,7 +55,9 @@ struct FilterSettings {
 
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
 // are not reused.
-inline constexpr std::string_view kFilterRulesVersion = "filter-5";  // 4: scaled tolerance; 5: one job, compile timed
+// 4: scaled tolerance; 5: one job, compile timed; 6: memory and disk failures beside other tasks
+// retried with the device alone, "disk" reason, cached memory released during torch.compile
+inline constexpr std::string_view kFilterRulesVersion = "filter-6";
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A task that runs out of memory only while other tasks' jobs share its device is run once more
+# with the device to itself, and that run decides: the record is kept, and says why it was rerun
+# (filter.first_run_shared). Proven with a harness wrapper (unsandboxed, so that jobs can see each
+# other) that fails with an out-of-memory error when another live job started within 15
+# seconds of it: the first runs of two tasks started together fail so, and the second runs,
+# alone, must not meet each other or any other job.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../filter/lib.bash"
+filter_setup "$1"
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+"$records" good | jq -c '.id = "task-1"' >"$scratch/in.jsonl"
+"$records" good | jq -c '.id = "task-2" | .task.model_py += "\n# another task\n"' >>"$scratch/in.jsonl"
+
+marks=$scratch/marks
+mkdir -m 0777 "$marks"
+cp -r "$root/share" "$scratch/share"
+mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
+cat >"$scratch/share/harness/filter_task.py" <<PY
+import glob, os, runpy, sys, time
+marks = "$marks"
+mine = os.path.join(marks, str(os.getpid()))
+open(mine, "w").close()
+
+def alive(path):
+    try:
+        os.kill(int(os.path.basename(path)), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+crowded = False
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline and not crowded:
+    crowded = any(alive(p) for p in glob.glob(marks + "/*") if p != mine)
+    time.sleep(0.1)
+if crowded:
+    import torch
+    def out_of_memory(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (a crowded device, in this test)") \
+            if hasattr(torch.cuda, "OutOfMemoryError") else MemoryError("out of memory (crowded)")
+    torch.nn.Module.__call__ = out_of_memory
+sys.argv[0] = os.path.join(os.path.dirname(__file__), "real_filter_task.py")
+runpy.run_path(sys.argv[0], run_name="__main__")
+PY
+CUDAAGENT_SHARE_DIR=$scratch/share "$filter" --device cpu --window-ms 0.0001,25 --jobs 2 \
+  --allow-unsandboxed --no-sandbox -o "$scratch/out.jsonl" "$scratch/in.jsonl" 2>"$scratch/err" ||
+  fail "exit $?: $(tail -3 "$scratch/err")"
+jq -c '{id, kept: .filter.kept, reasons: .filter.reasons, first: .filter.first_run_shared}' "$scratch/out.jsonl"
+[[ $(jq -r 'select(.filter.kept == true) | .id' "$scratch/out.jsonl" | wc -l) == 2 ]] ||
+  fail "a task was rejected: $(jq -c '.filter.reasons' "$scratch/out.jsonl")"
+[[ $(jq -r 'select(.filter.first_run_shared[0].check == "memory") | .id' "$scratch/out.jsonl" | wc -l) == 2 ]] ||
+  fail "the first runs were not both memory failures beside each other: $(cat "$scratch/out.jsonl")"
+echo "ok"
