@@ -36,12 +36,15 @@ def _describe(torch, obj, chunks, offset):
         data = obj.detach()
         device = "cuda" if data.is_cuda else ("cpu" if data.device.type == "cpu" else data.device.type)
         raw = data.to("cpu").contiguous()
-        payload = raw.reshape(-1).view(torch.uint8).numpy().tobytes() if raw.numel() else b""
+        # The tensor's own bytes, written through the buffer protocol: no copy of a payload that
+        # can be gigabytes.
+        payload = raw.reshape(-1).view(torch.uint8).numpy() if raw.numel() else b""
+        nbytes = len(payload)
         chunks.append(payload)
         description = {"kind": "tensor", "dtype": dtype, "shape": list(raw.shape),
                        "device": device, "python_type": python_type,
-                       "offset": offset, "nbytes": len(payload)}
-        return description, offset + len(payload)
+                       "offset": offset, "nbytes": nbytes}
+        return description, offset + nbytes
     if type(obj) in (tuple, list):
         items = []
         for item in obj:
