@@ -157,6 +157,11 @@ def main():
                     "compile_faster": sum(1 for x in compile_speedup if x > 1)},
         "rejections": {"first_reason": counts(f["reasons"][0]["check"] for f in rejected if f["reasons"]),
                        "every_reason": counts(r["check"] for f in rejected for r in f["reasons"]),
+                       # Tasks whose first run failed for memory or disk beside other tasks and
+                       # ran again with the GPU to themselves (filter-6 on).
+                       "retried_alone": sum(1 for f in filters if f.get("first_run_shared")),
+                       "retried_alone_kept": sum(1 for f in filters
+                                                 if f.get("first_run_shared") and f.get("kept")),
                        "keep_rate_by_depth": {}},
         "kernelbench": {"measure": next((k.get("measure") for k in kb if k.get("measure")), None),
                         "dropped_near": state["dedup"]["near_reference"],
@@ -267,6 +272,8 @@ def markdown(c):
     s.append(table([[reason, n, r["every_reason"].get(reason, 0)] for reason, n in r["first_reason"].items()]
                    + [[reason, 0, n] for reason, n in r["every_reason"].items() if reason not in r["first_reason"]],
                    ["check", "first reason", "any reason"]))
+    s.append("\nRun again with the GPU to themselves after running out of memory or disk beside "
+             "other tasks: %d (%d of them kept).\n" % (r["retried_alone"], r["retried_alone_kept"]))
     s.append("\nKeep rate by depth: %s.\n" % ", ".join(
         "%s: %d of %d" % (d, v["kept"], v["filtered"]) for d, v in r["keep_rate_by_depth"].items()))
     s.append("\n## Nearest KernelBench task\n\n")
