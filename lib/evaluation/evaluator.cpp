@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -206,6 +207,12 @@ Evaluator::~Evaluator() {
   if (state_) state_->end_task();
 }
 
+int forwards_for_task(int requested, double input_bytes, double output_bytes) {
+  const double slot = std::max(input_bytes + output_bytes, 1.0);
+  const double fitting = std::floor(kSlotMemoryBytes / slot);
+  return static_cast<int>(std::clamp(std::min(static_cast<double>(requested), fitting), 1.0, 64.0));
+}
+
 Result<double> call_spin_ms(const std::string& call_wait, const std::string& device) {
   if (call_wait == "spin") return kCallSpinMs;
   if (call_wait == "block") return 0.0;
@@ -327,6 +334,7 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   }
   st.task = std::move(parsed).value();
   st.task.task_hash = hash;
+  st.task.forwards = forwards_for_task(st.settings.forwards_per_call, st.task.input_bytes, st.task.output_bytes);
   st.task.seconds = since(started);
   st.task_hash = hash;
   return st.task;
@@ -337,7 +345,7 @@ Result<RunnerStart> Evaluator::State::attach(const std::string& arm, HarnessWork
   const auto started = SteadyClock::now();
   RunnerStart start;
   const std::string token = random_hex(16);
-  if (Status sent = owner_send(owner_attach_command(arm, token, settings.load_timeout_seconds)); !sent) {
+  if (Status sent = owner_send(owner_attach_command(arm, token, settings.load_timeout_seconds, task.forwards)); !sent) {
     return sent;
   }
   auto session = worker.open_session(runner_job);

@@ -54,11 +54,12 @@ std::string owner_init_command(std::uint64_t seed, const std::string& socket_dir
   return out;
 }
 
-std::string owner_attach_command(const std::string& arm, const std::string& token, double timeout_seconds) {
+std::string owner_attach_command(const std::string& arm, const std::string& token, double timeout_seconds,
+                                 int forwards) {
   std::string out;
   JsonWriter json(out);
   json.begin_object().field("cmd", "attach").field("arm", arm).field("token", token);
-  json.field("timeout_s", timeout_seconds).end_object();
+  json.field("timeout_s", timeout_seconds).field("forwards", forwards).end_object();
   return out;
 }
 

@@ -79,7 +79,7 @@ ProfileOutcome ProfileEvidence::decide() {
   std::string reason = "timed: " + times(report.speedup_eager.median) + " over eager";
   if (report.speedup_compile) reason += ", " + times(report.speedup_compile->median) + " over torch.compile";
   const std::string forwards =
-      s.forwards_per_call > 1 ? ", " + std::to_string(checked_calls * s.forwards_per_call) + " forwards" : "";
+      forwards_per_call > 1 ? ", " + std::to_string(checked_calls * forwards_per_call) + " forwards" : "";
   return finish(Verdict::kPass, reason + " (every one of " + std::to_string(checked_calls) +
                                     " candidate calls checked" + forwards + ")");
 }
@@ -119,7 +119,8 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("flags");
   write_gate_findings(json, flags_);
   json.key("checks").begin_object().field("calls", checked_calls);
-  json.field("forwards", checked_calls * s.forwards_per_call).field("all_checked", true).end_object();
+  json.field("forwards", checked_calls * forwards_per_call).field("forwards_per_call", forwards_per_call);
+  json.field("all_checked", true).end_object();
   json.key("kernels").null();
   json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
   // The cost of a call itself: the null model's median per round, and what was removed from every

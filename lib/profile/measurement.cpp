@@ -158,8 +158,8 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
     slowest_ms = std::max(slowest_ms, median_of(last));
   }
   const double call_cost = median_of(null_ms);
-  // A call's samples are per forward; a call lasts forwards_per_call of them.
-  const int calls = calls_per_round(std::max(slowest_ms - call_cost, kResolutionFloorMs) * s_.forwards_per_call,
+  // A call's samples are per forward; a call lasts the task's forwards per call of them.
+  const int calls = calls_per_round(std::max(slowest_ms - call_cost, kResolutionFloorMs) * evidence_.forwards_per_call,
                                     s_.round_ms,
                                     s_.min_calls, s_.max_calls, 0, 0);
   evidence_.baselines.calls_per_round = calls;

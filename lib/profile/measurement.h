@@ -50,6 +50,7 @@ struct ProfileEvidence {
   std::vector<std::string> sandbox_layers;
   std::string candidate_stderr;
   std::string task_layout_json = "{}";
+  int forwards_per_call = 1;  // this task's (TaskInfo::forwards: the settings', cut to fit memory)
   // Set when the candidate failed (FAIL_RUNTIME, FAIL_TIMEOUT, FAIL_INCORRECT, FAIL_RESOURCE,
   // REJECT_POLICY, FLAG_HACK).
   std::optional<std::pair<Verdict, std::string>> outcome;

@@ -184,6 +184,7 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   evidence.baselines.input_bytes = task.value().input_bytes;
   evidence.baselines.output_bytes = task.value().output_bytes;
   evidence.task_layout_json = task.value().layout_json;
+  evidence.forwards_per_call = task.value().forwards;
 
   // 2. Cached baselines, when the store has them.
   evidence.baseline_key = baseline_key(request.model_py);

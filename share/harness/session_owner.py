@@ -113,7 +113,8 @@ class Arm:
         self.conn = conn
         self.inputs = inputs    # Buffer, read-only to the runner
         self.outputs = outputs  # Buffer, written by the runner
-        self.in_views = []   # per forward of a call (--forwards), the views of its slot
+        self.forwards = 1    # forwards per call (attach's "forwards", at most --forwards)
+        self.in_views = []   # per forward of a call, the views of its slot
         self.out_views = []
         self.calls = 0
 
@@ -240,10 +241,16 @@ class Owner:
         if not secrets.compare_digest(str(hello.get("token", "")), str(command["token"])):
             conn.close()
             raise PermissionError(f"the runner on {name}.sock did not present the arm's token")
-        forwards = self.args.forwards
+        # The evaluator's N for this task (cut to fit its memory for the slots), never above
+        # --forwards.
+        forwards = int(command.get("forwards", self.args.forwards))
+        if not 1 <= forwards <= self.args.forwards:
+            raise ValueError(f"attach asked for {forwards} forwards per call; --forwards allows 1 to "
+                             f"{self.args.forwards}")
         inputs = shared_buffers.Buffer.create(self.device, max(forwards * self.input_bytes, 1))
         outputs = shared_buffers.Buffer.create(self.device, max(forwards * self.output_bytes, 1))
         arm = Arm(name, conn, inputs, outputs)
+        arm.forwards = forwards
         arm.in_views = [views(self.torch, inputs, self.input_layout, k * self.input_bytes)
                         for k in range(forwards)]
         arm.out_views = [views(self.torch, outputs, self.output_layout, k * self.output_bytes)
@@ -302,13 +309,13 @@ class Owner:
         # judgement), summed over the batch, in ms: the price of checking every call.
         owner_ms = {"inputs": 0.0, "reference": 0.0, "prepare": 0.0, "judge": 0.0}
         phases = []  # with --diagnostics: where each timed call's time went (call_phases)
-        forwards = self.args.forwards
+        forwards = arm.forwards
         arm.conn.settimeout(timeout)
         gc.disable()
         try:
             for index, seed in enumerate(command["seeds"]):
                 mark = time.perf_counter()
-                # A call is --forwards forwards, each on its own fresh inputs in its own slot.
+                # A call is the arm's forwards, each on its own fresh inputs in its own slot.
                 slot_inputs, slot_leaves, slot_scalars = [], [], []
                 for slot in range(forwards):
                     inputs, leaves, scalars = self.inputs_of_call(slot_seed(seed, slot))
@@ -465,7 +472,8 @@ def main():
                         help="runners report when each phase of a call ended; a calls reply adds "
                              "phases_ms, the median time of each phase over its timed calls")
     parser.add_argument("--forwards", type=int, default=1,
-                        help="forwards per call, each on its own fresh inputs in its own slot of the "
+                        help="the most forwards per call (an attach says how many for its arm), each on "
+                             "its own fresh inputs in its own slot of the "
                              "shared buffers and each judged; a call's time over them is one sample, "
                              "so the fixed cost of a call weighs 1/N as much")
     parser.add_argument("--reply-fd", type=int, default=3)

@@ -11,7 +11,7 @@ profile --forwards-per-call 3 "$ws" >"$scratch/honest.json" || fail "honest: exi
   fail "honest: $(jq -c .profile "$scratch/honest.json" | cut -c1-600)"
 [[ $(field .profile.settings.forwards_per_call "$scratch/honest.json") == 3 ]] ||
   fail "the record's settings: $(jq -c .profile.settings "$scratch/honest.json")"
-jq -e '.profile.checks | .calls > 0 and .forwards == 3 * .calls' "$scratch/honest.json" >/dev/null ||
+jq -e '.profile.checks | .calls > 0 and .forwards_per_call == 3 and .forwards == 3 * .calls' "$scratch/honest.json" >/dev/null ||
   fail "the record's checks: $(jq -c .profile.checks "$scratch/honest.json")"
 
 ws=$(workspace reused-buffer "import torch.nn as nn

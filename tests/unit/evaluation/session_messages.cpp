@@ -79,3 +79,21 @@ TEST_CASE("a runner's report is bounded: at most 64 operator names of 64 bytes")
 
 }  // namespace
 }  // namespace cudaagent
+
+TEST_CASE("forwards per call: as asked, cut so one runner's slots fit 4 GiB, never below 1") {
+  constexpr double kMiB = 1 << 20;
+  CHECK(cudaagent::forwards_for_task(8, 64 * kMiB, 64 * kMiB) == 8);
+  CHECK(cudaagent::forwards_for_task(64, 64 * kMiB, 64 * kMiB) == 32);   // 32 x 128 MiB = 4 GiB
+  CHECK(cudaagent::forwards_for_task(64, 512 * kMiB, 256 * kMiB) == 5);  // 5 x 768 MiB < 4 GiB
+  CHECK(cudaagent::forwards_for_task(8, 3000 * kMiB, 3000 * kMiB) == 1);  // one slot over budget
+  CHECK(cudaagent::forwards_for_task(1, 0, 0) == 1);
+  CHECK(cudaagent::forwards_for_task(64, 0, 0) == 64);
+}
+
+TEST_CASE("owner_attach_command carries the arm's forwards per call") {
+  simdjson::dom::parser parser;
+  const std::string command = cudaagent::owner_attach_command("candidate", "t0k", 30, 5);
+  simdjson::dom::element parsed = parser.parse(command);
+  CHECK(std::int64_t(parsed["forwards"]) == 5);
+  CHECK(std::string_view(parsed["arm"]) == "candidate");
+}

@@ -59,13 +59,22 @@ struct EvaluationSettings {
   // Forwards per call (1 to 64): each on its own fresh inputs in its own slot of the shared
   // buffers, each judged; a call's host time over them is one sample (CallResult::host_ms), so the
   // fixed cost of a call (messages, the switch between the owner's and the runner's GPU work)
-  // weighs 1/N as much. The buffers grow N times.
+  // weighs 1/N as much. The buffers grow N times: N is cut, per task, so that one runner's N
+  // slots of inputs and outputs stay within kSlotMemoryBytes (TaskInfo::forwards).
   int forwards_per_call = 1;
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.
   const std::atomic<int>* stop = nullptr;
 };
+
+// The most memory one runner's slots (N inputs and N outputs of a call) may take on the device.
+inline constexpr double kSlotMemoryBytes = 4.0 * (1ull << 30);
+
+// Forwards per call for a task: `requested`, cut so that N slots of one call's inputs and outputs
+// fit kSlotMemoryBytes, at least 1. A function of the task's sizes alone, never of a timing, so a
+// task's baselines and its candidates' calls always have the same N.
+int forwards_for_task(int requested, double input_bytes, double output_bytes);
 
 // How long a waiting side spins before it blocks: longer than the owner's work between two calls
 // (inputs, reference, judgement: a few ms), so the runner never sleeps inside a batch, and long
@@ -82,6 +91,7 @@ struct TaskInfo {
   std::string layout_json;        // the owner's "init" reply (inputs, outputs, device, phases)
   double input_bytes = 0;
   double output_bytes = 0;
+  int forwards = 1;               // forwards per call for this task (forwards_for_task)
   double seconds = 0;             // to open: the owner's start and model build
 };
 

@@ -16,7 +16,8 @@ namespace cudaagent {
 std::string owner_command(const std::string& cmd, const std::string& arm);
 std::string owner_init_command(std::uint64_t seed, const std::string& socket_dir,
                                const std::string& state_dir, double atol, double rtol);
-std::string owner_attach_command(const std::string& arm, const std::string& token, double timeout_seconds);
+std::string owner_attach_command(const std::string& arm, const std::string& token, double timeout_seconds,
+                                 int forwards = 1);
 std::string owner_calls_command(const std::string& arm, const std::string& model,
                                 const std::vector<std::uint64_t>& seeds, double timeout_seconds, bool flush,
                                 double audit_fraction);
