@@ -30,7 +30,7 @@ import sys
 import numpy
 
 PARAMETERS = ("launch_us", "fp32_tflops", "conv_tflops", "bandwidth_tbs")
-DEFAULTS = {"launch_us": 5.0, "fp32_tflops": 60.0, "conv_tflops": 120.0, "bandwidth_tbs": 4.0}
+DEFAULTS = {"launch_us": 89.0, "fp32_tflops": 45.0, "conv_tflops": 207.0, "bandwidth_tbs": 3.65}  # synth's
 
 
 def read_tasks(path):

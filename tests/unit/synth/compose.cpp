@@ -109,7 +109,7 @@ TEST_CASE("shapes chain by construction, at every depth") {
 }
 
 TEST_CASE("the estimate lands in the window and is the sum of the operators' estimates") {
-  for (auto [lo, hi] : {std::pair{1.0, 100.0}, std::pair{5.0, 6.0}, std::pair{0.05, 0.2}}) {
+  for (auto [lo, hi] : {std::pair{1.0, 100.0}, std::pair{5.0, 6.0}, std::pair{0.5, 2.0}}) {
     ComposeSettings settings;
     settings.window_lo_ms = lo;
     settings.window_hi_ms = hi;
