@@ -182,8 +182,10 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
       }
       changed.wait_for(lock, std::chrono::milliseconds(200));
     }
+    // alone_running is set with the worker below, under the same lock: a failure in between
+    // leaves no reservation behind.
     --alone_waiting[device];
-    alone_running[device] = 1;
+    changed.notify_all();
   } else {
     for (auto free = least_busy(true);; free = least_busy(true)) {
       if (free) {
@@ -238,6 +240,7 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
   }
   chosen->busy = true;
   chosen->alone = alone;
+  if (alone) alone_running[device] = 1;
   chosen->shared = false;
   for (const auto& other : workers) {  // every task now on the device shares it with this one
     if (other->busy && other->device == device && other.get() != chosen) {
