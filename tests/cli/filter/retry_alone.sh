@@ -2,9 +2,9 @@
 # A task that runs out of memory only while other tasks' jobs share its device is run once more
 # with the device to itself, and that run decides: the record is kept, and says why it was rerun
 # (filter.first_run_shared). Proven with a harness wrapper (unsandboxed, so that jobs can see each
-# other) that fails with an out-of-memory error when another live job started within 15
-# seconds of it: the first runs of two tasks started together fail so, and the second runs,
-# alone, must not meet each other or any other job.
+# other) that fails with an out-of-memory error when another job is running beside it: the first
+# runs of two tasks started together (each waits up to a minute for the other) fail so, and the
+# second runs, which must have the device alone, fail if any other job is running.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
 filter_setup "$1"
@@ -17,10 +17,14 @@ mkdir -m 0777 "$marks"
 cp -r "$root/share" "$scratch/share"
 mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
 cat >"$scratch/share/harness/filter_task.py" <<PY
-import glob, os, runpy, sys, time
+import glob, hashlib, os, runpy, sys, time
 marks = "$marks"
 mine = os.path.join(marks, str(os.getpid()))
 open(mine, "w").close()
+task = sys.argv[sys.argv.index("--task") + 1]
+seen = os.path.join(marks, "seen-" + hashlib.sha256(open(task, "rb").read()).hexdigest())
+first_run = not os.path.exists(seen)
+open(seen, "w").close()
 
 def alive(path):
     try:
@@ -29,10 +33,14 @@ def alive(path):
     except (OSError, ValueError):
         return False
 
+# A task's first run waits (up to a minute) for another job to be running; its second run only
+# looks once: any other live job then means the device was not its own.
 crowded = False
-deadline = time.monotonic() + 15
-while time.monotonic() < deadline and not crowded:
-    crowded = any(alive(p) for p in glob.glob(marks + "/*") if p != mine)
+deadline = time.monotonic() + (60 if first_run else 0)
+while not crowded:
+    crowded = any(alive(p) for p in glob.glob(marks + "/[0-9]*") if p != mine)
+    if time.monotonic() >= deadline:
+        break
     time.sleep(0.1)
 if crowded:
     import torch
