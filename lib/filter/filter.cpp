@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <csignal>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +30,7 @@
 #include "cudaagent/base/version.h"
 #include "cudaagent/device/device_lock.h"
 #include "cudaagent/device/gpu_query.h"
+#include "cudaagent/filter/device_share.h"
 #include "cudaagent/sandbox/harness_worker.h"
 
 namespace cudaagent {
@@ -77,8 +77,7 @@ struct FilterWorker {
   std::string in, out;
   std::unique_ptr<HarnessWorker> worker;
   bool busy = false;
-  bool alone = false;   // its task asked for the device to itself
-  bool shared = false;  // another task ran on its device at some time during its task
+  DeviceShare::Seat seat;  // its task's, while busy
 };
 
 struct TaskFilter::State {
@@ -91,14 +90,10 @@ struct TaskFilter::State {
   std::string root;      // private (0700, or 0711 with run_as): the workers' directories and logs
   std::unique_ptr<RemovedTree> remove_root;
 
-  // How many tasks use each device, the workers, and each device's timing slot in this process.
-  // A task can ask for a device to itself (a retry after it ran out of memory or disk beside other
-  // tasks): no new task starts there while it waits (alone_waiting) or runs (alone_running).
+  // Which device each task runs on (and whether alone), the workers (under `mutex`), and each
+  // device's timing slot in this process.
+  std::unique_ptr<DeviceShare> share;
   std::mutex mutex;
-  std::condition_variable changed;  // a task ended, or stopped waiting
-  std::vector<int> busy;
-  std::vector<int> alone_waiting;
-  std::vector<char> alone_running;
   std::vector<std::unique_ptr<FilterWorker>> workers;
   std::vector<std::unique_ptr<std::mutex>> timing;
 
@@ -113,11 +108,12 @@ struct TaskFilter::State {
   // or a stop request ended the wait.
   Result<FilterWorker*> acquire_worker(bool alone);
   void release_worker(FilterWorker* worker) {
-    std::lock_guard lock(mutex);
-    worker->busy = false;
-    --busy[worker->device];
-    if (worker->alone) alone_running[worker->device] = 0;
-    changed.notify_all();
+    const DeviceShare::Seat seat = worker->seat;
+    {
+      std::lock_guard lock(mutex);
+      worker->busy = false;
+    }
+    share->leave(seat);
   }
 
 
@@ -160,42 +156,18 @@ std::string reasons_json(const std::vector<FilterReason>& reasons) {
 }  // namespace
 
 Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
-  std::unique_lock lock(mutex);
-  const auto stopping = [&] { return settings.stop != nullptr && settings.stop->load() != 0; };
-  const auto least_busy = [&](bool skip_reserved) -> std::optional<std::size_t> {
-    std::optional<std::size_t> best;
-    for (std::size_t i = 0; i < busy.size(); ++i) {
-      if (skip_reserved && (alone_waiting[i] > 0 || alone_running[i])) continue;
-      if (!best || busy[i] < busy[*best]) best = i;
+  auto seat = share->take(alone, settings.stop);
+  if (!seat) return seat.status();
+  const std::size_t device = seat.value().device;
+  std::lock_guard lock(mutex);
+  // The seat goes back if no worker can be had for it.
+  struct SeatGuard {
+    DeviceShare& share;
+    std::optional<DeviceShare::Seat> seat;
+    ~SeatGuard() {
+      if (seat) share.leave(*seat);
     }
-    return best;
-  };
-  std::size_t device = 0;
-  if (alone) {
-    device = *least_busy(false);
-    ++alone_waiting[device];
-    while (busy[device] > 0 || alone_running[device]) {
-      if (stopping()) {
-        --alone_waiting[device];
-        changed.notify_all();
-        return stopped_status(settings.stop->load());
-      }
-      changed.wait_for(lock, std::chrono::milliseconds(200));
-    }
-    // alone_running is set with the worker below, under the same lock: a failure in between
-    // leaves no reservation behind.
-    --alone_waiting[device];
-    changed.notify_all();
-  } else {
-    for (auto free = least_busy(true);; free = least_busy(true)) {
-      if (free) {
-        device = *free;
-        break;
-      }
-      if (stopping()) return stopped_status(settings.stop->load());
-      changed.wait_for(lock, std::chrono::milliseconds(200));
-    }
-  }
+  } guard{*share, seat.value()};
   FilterWorker* chosen = nullptr;
   for (const auto& worker : workers) {
     if (!worker->busy && worker->device == device) {
@@ -239,15 +211,8 @@ Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
     chosen = workers.back().get();
   }
   chosen->busy = true;
-  chosen->alone = alone;
-  if (alone) alone_running[device] = 1;
-  chosen->shared = false;
-  for (const auto& other : workers) {  // every task now on the device shares it with this one
-    if (other->busy && other->device == device && other.get() != chosen) {
-      other->shared = chosen->shared = true;
-    }
-  }
-  ++busy[device];
+  chosen->seat = *guard.seat;
+  guard.seat.reset();
   return chosen;
 }
 
@@ -616,9 +581,8 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
     }
   }
   outcome.kept = reasons.empty();
-  if (retried_because.empty() && failed_for_shared_resources(reasons)) {
-    std::lock_guard lock(mutex);
-    if (worker.shared) shared_failure = reasons_json(reasons);
+  if (retried_because.empty() && failed_for_shared_resources(reasons) && share->shared(worker.seat)) {
+    shared_failure = reasons_json(reasons);
   }
   FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
                       seconds.slot_wait, since(started), std::nullopt};
@@ -656,9 +620,7 @@ Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
     return Status::error("cannot open " + cudaagent::quoted(pattern) + " to the --run-as user: " +
                          std::strerror(errno));
   }
-  state->busy.assign(state->devices.size(), 0);
-  state->alone_waiting.assign(state->devices.size(), 0);
-  state->alone_running.assign(state->devices.size(), 0);
+  state->share = std::make_unique<DeviceShare>(state->devices.size());
   for (std::size_t i = 0; i < state->devices.size(); ++i) {
     state->timing.push_back(std::make_unique<std::mutex>());
   }
