@@ -1,9 +1,9 @@
-// One task through the filter: the check job, the trusted reading of its files, then the timing
-// job under the device's timing slot, both in fresh forked children of a warm harness worker
-// (share/harness/worker.py) that has imported torch once. Key design choice: a task holds one
-// worker from its check to its timing, and timing is a job of its own that builds the model and
-// draws its inputs first and takes the slot only then, so neither that work nor the wait for the
-// slot holds the device or eats into a job's time limit.
+// One task through the filter: one job, in a fresh forked child of a warm harness worker
+// (share/harness/worker.py) that has imported torch once, runs the checks and says "checked"; the
+// trusted side reads its files; a task still kept takes the device's timing slot and the job is
+// told "go" (eager, then the compiled model, timed in the same process). Key design choice: the
+// model is built, the inputs drawn and the graph compiled once, before the slot is taken, so
+// neither that work nor the wait for the slot holds the device or eats into the job's time limit.
 #include "cudaagent/filter/filter.h"
 
 #include <fcntl.h>

@@ -1,9 +1,11 @@
 // The task filter (cudaagent-filter(1)): runs one synthesized task in the OS sandbox and decides whether
-// it is fit for training. Two harness jobs per task, each in a fresh forked child of a warm
-// harness worker (HarnessWorker: torch imported once per worker, not once per task): a check job
-// (build, eager forward on two input draws, torch.compile) that runs beside other tasks' check
-// jobs, then, for a task that passed, a timing job that holds its device's timing slot alone.
-// The trusted side (this code) reads their files and decides with lib/filter/checks.cpp.
+// it is fit for training. One harness job per task, in a fresh forked child of a warm harness
+// worker (HarnessWorker: torch imported once per worker, not once per task): its checks (build,
+// eager forward on two input draws, torch.compile) run beside other tasks' jobs; the trusted side
+// (this code) reads their files and decides with lib/filter/checks.cpp; a task still kept is then
+// timed by the same job, eager and compiled, holding its device's timing slot alone. A task that
+// ran out of GPU memory or disk beside other tasks runs once more with the device to itself
+// (DeviceShare).
 #pragma once
 
 #include <atomic>
