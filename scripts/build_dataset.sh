@@ -53,6 +53,9 @@
 #   --jobs W             filter --jobs (default on cuda: one core short of all of them, at most
 #                        16 per GPU, at least 2; 2 on cpu). Each task's checks run torch.compile
 #                        on one core, and they are most of its time: the GPU waits on the CPUs.
+#                        The jobs share the GPU's memory and the disk: a task that runs out of
+#                        either beside others runs once more with the GPU to itself (the card
+#                        counts them), so many such tasks slow a part down.
 #   --gpus LIST          filter --gpus
 #   --max-tasks N        filter at most the next N candidates (0, the default: all that are left)
 #   --log FILE           the filter's stderr (default STATE/../NAME-filter.log)
