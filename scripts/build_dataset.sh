@@ -74,7 +74,7 @@
 # Needs bash, jq, gzip; finish also zstd and python3. Nothing here is timed by tests.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '7,72p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '7,73p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 die() { echo "build_dataset: $*" >&2; exit 1; }
 
 (($#)) || usage
