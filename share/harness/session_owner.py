@@ -220,6 +220,12 @@ class Owner:
 
     def attach(self, command):
         name = command["arm"]
+        # The evaluator's N for this task (cut to fit its memory for the slots), never above
+        # --forwards; checked before any runner connects.
+        forwards = int(command.get("forwards", self.args.forwards))
+        if not 1 <= forwards <= self.args.forwards:
+            raise ValueError(f"attach asked for {forwards} forwards per call; --forwards allows 1 to "
+                             f"{self.args.forwards}")
         if name in self.arms:
             self.detach({"arm": name})
         # Each arm's socket in its own directory: a runner's sandbox sees its own arm's alone.
@@ -241,12 +247,6 @@ class Owner:
         if not secrets.compare_digest(str(hello.get("token", "")), str(command["token"])):
             conn.close()
             raise PermissionError(f"the runner on {name}.sock did not present the arm's token")
-        # The evaluator's N for this task (cut to fit its memory for the slots), never above
-        # --forwards.
-        forwards = int(command.get("forwards", self.args.forwards))
-        if not 1 <= forwards <= self.args.forwards:
-            raise ValueError(f"attach asked for {forwards} forwards per call; --forwards allows 1 to "
-                             f"{self.args.forwards}")
         inputs = shared_buffers.Buffer.create(self.device, max(forwards * self.input_bytes, 1))
         outputs = shared_buffers.Buffer.create(self.device, max(forwards * self.output_bytes, 1))
         arm = Arm(name, conn, inputs, outputs)
