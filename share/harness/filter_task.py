@@ -30,7 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import tensor_file  # noqa: E402  (our own module, from the harness directory only)
+import device_check  # noqa: E402  (our own modules, from the harness directory only)
+import tensor_file  # noqa: E402
 
 MESSAGE_LIMIT = 2000
 
@@ -280,17 +281,8 @@ def main():
         import torch
 
         if args.device == "cuda":
-            # Before any task code, the device at work the way the checks use it (a kernel, a
-            # copy back, a factory call under torch.device): a device that will not work is ours
-            # to fix, never the task's fault.
-            if not torch.cuda.is_available():
-                raise RuntimeError("torch.cuda.is_available() is False")
-            torch.cuda.init()
-            (torch.ones(1, device="cuda") + 1).item()
-            if hasattr(torch.device, "__enter__"):
-                with torch.device("cuda"):
-                    torch.empty(1)
-            torch.cuda.synchronize()
+            # Before any task code: a device that will not work is ours to fix, never the task's.
+            device_check.put_to_work(torch)
     except BaseException as error:
         report.fail(error)
         return 4

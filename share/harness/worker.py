@@ -379,11 +379,12 @@ def _forked_child_can_use_cuda():
                 os._exit(3)
             if not torch.cuda.is_available():
                 os._exit(0)
-            torch.cuda.init()
-            (torch.ones(1, device="cuda") + 1).item()
-            with torch.device("cuda"):
-                torch.empty(1)
-            torch.cuda.synchronize()
+            # A job's own first steps (device_check.py beside us; -I keeps our folder off the
+            # path, and this child exits, so the change stays here).
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import device_check
+
+            device_check.put_to_work(torch)
             os._exit(0)
         except BaseException:  # noqa: BLE001  (any failure: the jobs would meet it too)
             os._exit(3)

@@ -28,9 +28,10 @@ class PreloadOptionalTest(unittest.TestCase):
     def test_nothing_asked_nothing_done(self):
         self.assertEqual(worker._preload_optional([]), {})
 
-    def _with_fake_torch(self, in_bad_fork):
-        fake = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_isInBadFork=in_bad_fork),
-                                     cuda=types.SimpleNamespace(is_available=lambda: False))
+    def _with_fake_torch(self, in_bad_fork=None, cuda=None):
+        fake = types.SimpleNamespace(
+            _C=types.SimpleNamespace(**({"_cuda_isInBadFork": in_bad_fork} if in_bad_fork else {})),
+            cuda=cuda or types.SimpleNamespace(is_available=lambda: False))
         saved = sys.modules.get("torch")
         sys.modules["torch"] = fake
         self.addCleanup(lambda: sys.modules.__setitem__("torch", saved) if saved is not None
@@ -61,12 +62,7 @@ class PreloadOptionalTest(unittest.TestCase):
         def init():
             raise RuntimeError("invalid argument to exchangeDevice")
 
-        fake = types.SimpleNamespace(_C=types.SimpleNamespace(),
-                                     cuda=types.SimpleNamespace(is_available=lambda: True, init=init))
-        saved = sys.modules.get("torch")
-        sys.modules["torch"] = fake
-        self.addCleanup(lambda: sys.modules.__setitem__("torch", saved) if saved is not None
-                        else sys.modules.pop("torch", None))
+        self._with_fake_torch(cuda=types.SimpleNamespace(is_available=lambda: True, init=init))
         self.assertFalse(worker._forked_child_can_use_cuda())
 
     def test_a_clean_fork_keeps_the_preloads(self):
