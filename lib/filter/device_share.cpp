@@ -77,4 +77,11 @@ bool DeviceShare::shared(const Seat& seat) const {
   return found != seats_.end() && found->second.shared;
 }
 
+bool DeviceShare::reserved(std::size_t device) const {
+  std::lock_guard lock(mutex_);
+  if (device >= devices_.size()) return false;
+  const Device& d = devices_[device];
+  return d.alone_waiting > 0 || d.alone_running;
+}
+
 }  // namespace cudaagent

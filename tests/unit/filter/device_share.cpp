@@ -22,6 +22,13 @@ bool still_waiting(std::future<T>& future) {
   return future.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
 }
 
+// Blocks until a task's wait to have `device` alone is registered. No deadline: on a loaded
+// machine the waiting thread may start late, and a task launched before it registers would
+// rightly get a seat, which is not what these tests are about.
+void until_reserved(const DeviceShare& share, std::size_t device) {
+  while (!share.reserved(device)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 }  // namespace
 
 TEST_CASE("device share: tasks go to the least busy device, and know when they shared it") {
@@ -48,6 +55,7 @@ TEST_CASE("device share: alone waits for the device to empty and keeps new tasks
   auto first = share.take(false, nullptr);
   REQUIRE(first);
   auto alone = std::async(std::launch::async, [&] { return share.take(true, nullptr); });
+  until_reserved(share, 0);
   CHECK(still_waiting(alone));  // a task still runs there
   auto later = std::async(std::launch::async, [&] { return share.take(false, nullptr); });
   CHECK(still_waiting(later));  // no new task while one waits to be alone
@@ -69,12 +77,20 @@ TEST_CASE("device share: a stop request ends every wait with a Status") {
   auto first = share.take(false, &stop);
   REQUIRE(first);
   auto alone = std::async(std::launch::async, [&] { return share.take(true, &stop); });
+  until_reserved(share, 0);
   auto later = std::async(std::launch::async, [&] { return share.take(false, &stop); });
   CHECK(still_waiting(alone));
+  CHECK(still_waiting(later));
   stop.store(SIGTERM);
-  CHECK_FALSE(alone.get());
-  CHECK_FALSE(later.get());
+  auto alone_seat = alone.get();
+  auto later_seat = later.get();
+  CHECK_FALSE(alone_seat);
+  CHECK_FALSE(later_seat);
+  // Whatever went wrong above, give seats back so the last take cannot wait forever.
+  if (alone_seat) share.leave(alone_seat.value());
+  if (later_seat) share.leave(later_seat.value());
   share.leave(first.value());
+  CHECK_FALSE(share.reserved(0));
   stop.store(0);
   auto again = share.take(true, &stop);  // the abandoned reservation left nothing behind
   REQUIRE(again);

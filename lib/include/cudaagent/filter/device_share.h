@@ -33,6 +33,8 @@ class DeviceShare {
   void leave(const Seat& seat);
   // Whether another task held a seat on the same device at any time since this one was taken.
   bool shared(const Seat& seat) const;
+  // Whether a task waits for `device` alone or runs there alone: no new task is let in.
+  bool reserved(std::size_t device) const;
 
  private:
   struct Device {
