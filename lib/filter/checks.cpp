@@ -255,6 +255,30 @@ Status read_samples(simdjson::dom::object& object, const char* key, std::vector<
   return Status::ok();
 }
 
+// "phase_seconds" ({known phase: seconds}) and "write_seconds"; both may be absent (a report of
+// an older harness), neither is ever trusted for more than a number to show.
+Status read_phase_seconds(simdjson::dom::object& object, HarnessReport& report) {
+  constexpr std::size_t kMaxPhases = 32;  // a dozen phases; a key repeated past that is garbage
+  const auto usable = [](double seconds) { return std::isfinite(seconds) && seconds >= 0; };
+  simdjson::dom::element element;
+  if (!object["write_seconds"].get(element) &&
+      (element.get_double().get(report.write_seconds) || !usable(report.write_seconds))) {
+    return Status::error("report.json: 'write_seconds' is not a number of seconds");
+  }
+  if (object["phase_seconds"].get(element)) return Status::ok();
+  simdjson::dom::object phases;
+  if (element.get_object().get(phases)) return Status::error("report.json: 'phase_seconds' is not an object");
+  for (auto [key, value] : phases) {
+    double seconds = 0;
+    if (!known_phase(key) || value.get_double().get(seconds) || !usable(seconds) ||
+        report.phase_seconds.size() == kMaxPhases) {
+      return Status::error("report.json: 'phase_seconds' holds something other than seconds by phase");
+    }
+    report.phase_seconds.emplace_back(std::string(key), seconds);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<HarnessReport> parse_harness_report(std::string_view json) {
@@ -327,6 +351,7 @@ Result<HarnessReport> parse_harness_report(std::string_view json) {
                            std::pair{"compile_samples_ms", &report.compile_samples_ms}}) {
     if (Status read = read_samples(object, key, *list); !read) return read;
   }
+  if (Status read = read_phase_seconds(object, report); !read) return read;
   return report;
 }
 

@@ -431,8 +431,12 @@ std::optional<EagerStats> judge_timing(const FilterSettings& settings, const Har
 }
 
 struct FilterSeconds {
-  double worker_start, check, time, slot, slot_wait, total;
-  std::optional<double> compile;  // torch.compile's share of the checks, as the task's process says
+  double worker_start, check, judge, time, slot, slot_wait, total;
+  // As the task's process says (never for a verdict): torch.compile's share of the checks, the
+  // output files' writing, and the seconds of each phase.
+  std::optional<double> compile;
+  double write = 0;
+  std::vector<std::pair<std::string, double>> phases;
 };
 
 // The record's "filter" value.
@@ -472,10 +476,12 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   // from a second run with the device to itself.
   if (!retried_because.empty()) out.key("first_run_shared").raw(retried_because);
   out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
-  out.field("check", seconds.check).field("time", seconds.time).field("slot", seconds.slot);
-  out.field("slot_wait", seconds.slot_wait);
+  out.field("check", seconds.check).field("judge", seconds.judge).field("time", seconds.time);
+  out.field("slot", seconds.slot).field("slot_wait", seconds.slot_wait);
   if (seconds.compile) out.field("compile", *seconds.compile);
-  out.field("total", seconds.total).end_object().end_object();
+  out.field("write", seconds.write).key("phases").begin_object();
+  for (const auto& [phase, spent] : seconds.phases) out.field(phase, spent);
+  out.end_object().field("total", seconds.total).end_object().end_object();
   return json;
 }
 
@@ -544,9 +550,12 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
   const std::string check_dir = out_root + "/check";
   if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
   JobSeconds seconds;
+  double judge_seconds = 0;
   auto ran = run_task_job(worker, task_dir, check_dir, [&](const HarnessReport& report) {
+    const auto judging = SteadyClock::now();
     judge_check_files(check_dir, report, settings.tolerance, compile_judged, reasons, determinism,
                       compile_text);
+    judge_seconds = since(judging);
     return reasons.empty();
   }, seconds);
   if (!ran) return infra("task job: " + ran.status().message());
@@ -565,8 +574,10 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
         compile_text = "failed: " + detail;
         reasons.push_back({"compile", detail});
       }
+      const auto judging = SteadyClock::now();
       judge_check_files(check_dir, *run.report, settings.tolerance, false, reasons, determinism,
                         compile_text);
+      judge_seconds = since(judging);
     } else if (judged.end == RunJudgement::End::kCompleted) {
       return infra("the task job ended without its checks: " + run.report_problem);
     } else {
@@ -584,10 +595,14 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
   if (retried_because.empty() && failed_for_shared_resources(reasons) && share->shared(worker.seat)) {
     shared_failure = reasons_json(reasons);
   }
-  FilterSeconds spent{worker_start_seconds, seconds.check, seconds.after_check, seconds.slot,
-                      seconds.slot_wait, since(started), std::nullopt};
+  FilterSeconds spent{worker_start_seconds, seconds.check, judge_seconds, seconds.after_check,
+                      seconds.slot, seconds.slot_wait, since(started), std::nullopt, 0.0, {}};
   // For people sizing a filter run (its CPU time is mostly torch.compile); never a verdict.
-  if (run.report && run.report->compile) spent.compile = run.report->compile->seconds;
+  if (run.report) {
+    if (run.report->compile) spent.compile = run.report->compile->seconds;
+    spent.write = run.report->write_seconds;
+    spent.phases = run.report->phase_seconds;
+  }
   outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
                              determinism, spent, retried_because);
   return outcome;

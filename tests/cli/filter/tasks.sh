@@ -55,6 +55,13 @@ jq -e -s '.[] | select(.id == "slow") | .filter.eager_ms.median >= 60' "$scratch
 [[ $(jq -c 'select(.filter.eager_ms != null) | .id' "$scratch/out.jsonl" | tr -d '\n') == '"good""slow"' ]] ||
   fail "tasks other than good and slow were timed"
 
+# Where the good task's seconds went: the judging here, the job's phases and output writes as
+# its process reported them (every phase it passed, the timing ones included).
+jq -e -s '.[] | select(.id == "good") | .filter.seconds | .judge >= 0 and .write > 0 and
+       (.phases | keys) == ["checked", "forward", "init", "inputs", "interface", "load", "start", "timing",
+                            "torch", "warmup"] and all(.phases[]; . >= 0)' \
+  "$scratch/out.jsonl" >/dev/null || fail "good: seconds $(head -1 "$scratch/out.jsonl" | jq -c .filter.seconds)"
+
 # Warm workers: only the first task of each of the two threads paid for a worker start (a third
 # start only if the infinite loop's killed worker was given another task).
 starts=$(jq -s '[.[] | select(.filter.seconds.worker_start > 0)] | length' "$scratch/out.jsonl")

@@ -148,6 +148,31 @@ TEST_CASE("parse_harness_report refuses what the harness never writes") {
                   .is_ok());
 }
 
+TEST_CASE("parse_harness_report reads where the job's seconds went, and refuses anything else there") {
+  const std::string good = report_json();
+  auto without = cudaagent::parse_harness_report(good);  // an older harness wrote neither
+  REQUIRE(without.is_ok());
+  CHECK(without.value().phase_seconds.empty());
+  CHECK(without.value().write_seconds == 0.0);
+  const auto with = [&](const std::string& fields) {
+    return cudaagent::parse_harness_report(replaced(good, "\"done\": true", "\"done\": true, " + fields));
+  };
+  auto parsed = with(R"("phase_seconds": {"load": 0.5, "compile": 8.25, "checked": 3}, "write_seconds": 1.5)");
+  REQUIRE(parsed.is_ok());
+  using Phases = std::vector<std::pair<std::string, double>>;
+  CHECK(parsed.value().phase_seconds == Phases{{"load", 0.5}, {"compile", 8.25}, {"checked", 3.0}});
+  CHECK(parsed.value().write_seconds == 1.5);
+  for (const char* bad : {R"("phase_seconds": [])", R"("phase_seconds": {"elsewhere": 1})",
+                          R"("phase_seconds": {"load": -1})", R"("phase_seconds": {"load": "1"})",
+                          R"("write_seconds": -0.5)", R"("write_seconds": null)"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(with(bad).is_ok());
+  }
+  std::string repeated = R"("phase_seconds": {)";
+  for (int i = 0; i < 40; ++i) repeated += (i ? R"(, "load": 1)" : R"("load": 1)");
+  CHECK_FALSE(with(repeated + "}").is_ok());
+}
+
 TEST_CASE("parse_harness_report cuts long messages") {
   const std::string message(5000, 'x');
   auto parsed = cudaagent::parse_harness_report(replaced(

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cudaagent/base/status.h"
@@ -51,6 +52,10 @@ struct HarnessReport {
   double warmup_max_ms = 0;
   std::vector<double> samples_ms;          // eager's timed calls: at most 1000 finite values >= 0
   std::vector<double> compile_samples_ms;  // the compiled model's, timed after eager's
+  // Where the task's process says its seconds went, by phase, and how many of them writing the
+  // output files took: for people sizing a run, never for a verdict. Phases are known ones.
+  std::vector<std::pair<std::string, double>> phase_seconds;
+  double write_seconds = 0;
 };
 
 // Parses and validates a report: every field present with its type, `phase` one of the
