@@ -2,6 +2,8 @@
 // a loss mask, log-probabilities and chat text, like rollout output); `passthrough` runs them
 // through the shared record driver (read, validate, add a key, write) exactly as every stage does.
 // bench/run_jsonl_bench.sh drives both and times jq on the same file as the anchor.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstring>
 #include <random>

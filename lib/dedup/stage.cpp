@@ -4,6 +4,7 @@
 // or stay, marked, with --annotate. Malformed tasks are error records, never silent drops.
 #include "cudaagent/dedup/stage.h"
 
+#include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
 #include <algorithm>

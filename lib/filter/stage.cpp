@@ -3,6 +3,7 @@
 // committed before release). The judgement is lib/filter/filter.cpp and filter_checks.cpp.
 #include "cudaagent/filter/stage.h"
 
+#include <CLI/CLI.hpp>
 #include <simdjson.h>
 #include <unistd.h>
 

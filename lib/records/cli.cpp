@@ -2,7 +2,7 @@
 // atomic: stages poll it between records, so every complete record is flushed before the exit.
 #include "cudaagent/records/cli.h"
 
-#include <CLI/Version.hpp>
+#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <sys/stat.h>
 #include <simdjson.h>
@@ -212,6 +212,14 @@ int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, i
     return kExitFailure;
   }
   return end.value() == StageEnd::kPipeClosed ? kExitSignalBase + SIGPIPE : kExitOk;
+}
+
+int run_tool(const std::string& program, const std::string& description, CommonOptions& common,
+             int argc, char** argv, const std::function<void(CLI::App&)>& add_flags,
+             const std::function<Result<StageEnd>(Session&)>& body) {
+  CLI::App app{description, program};
+  add_flags(app);
+  return run_tool(program, app, common, argc, argv, body);
 }
 
 }  // namespace cudaagent

@@ -4,6 +4,8 @@
 // settings takes the stored value and a change to any of them scores afresh.
 #include "cudaagent/reward/stage.h"
 
+#include <CLI/CLI.hpp>
+
 #include <optional>
 #include <vector>
 

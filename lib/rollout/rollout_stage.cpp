@@ -3,6 +3,7 @@
 // workers are episode_runner.cpp, the loop itself episode.cpp.
 #include "cudaagent/rollout/rollout_stage.h"
 
+#include <CLI/CLI.hpp>
 #include <simdjson.h>
 
 #include <chrono>

@@ -4,6 +4,8 @@
 // or a write error end it early.
 #include "cudaagent/synth/stage.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdlib>
 #include <map>

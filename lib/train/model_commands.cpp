@@ -2,6 +2,8 @@
 // training computation timed: chunked log-probabilities of every position, summed, backward).
 // Bench waits for the device by reading a gradient back to the host, which needs no CUDA headers:
 // the copy is ordered after every kernel of the backward pass on the stream.
+#include <CLI/CLI.hpp>
+
 #include <ATen/ATen.h>
 
 #include <algorithm>

@@ -102,8 +102,8 @@ class CausalLmValue final : public ValueModel {
   }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names = names_of(*trunk_);
-    names.push_back(kValueHeadWeight);
-    names.push_back(kValueHeadBias);
+    names.emplace_back(kValueHeadWeight);
+    names.emplace_back(kValueHeadBias);
     return names;
   }
   c10::Device device() const override { return trunk_->device(); }

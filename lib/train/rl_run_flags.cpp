@@ -2,6 +2,8 @@
 // (veRL's defaults where veRL has one), except where a stage's default differs, set here.
 #include "cudaagent/train/rl_run.h"
 
+#include <CLI/CLI.hpp>
+
 namespace cudaagent {
 namespace {
 

@@ -4,6 +4,7 @@
 // and needs no process-wide state.
 #include "cudaagent/train/serve.h"
 
+#include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
 

@@ -1,6 +1,8 @@
 // `cudaagent-train tokenize`: a record stage over the tokenizer and chat template, so that what
 // serve and the trainer see can be checked from the shell (and compared with another stack).
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <CLI/CLI.hpp>
+
 #include <pcre2.h>
 #include <utf8proc.h>
 

@@ -2,13 +2,16 @@
 // key out (see man/cudaagent-reward.1).
 #include "cudaagent/reward/stage.h"
 
+namespace {
+constexpr const char* kDescription =
+    "Score verified and profiled candidates with CUDA Agent's milestone reward (or a "
+    "speedup form for ablations).";
+}  // namespace
+
 int main(int argc, char** argv) {
   cudaagent::RewardOptions options;
-  CLI::App app{"Score verified and profiled candidates with CUDA Agent's milestone reward "
-               "(or a speedup form for ablations).", "cudaagent-reward"};
-  cudaagent::add_reward_flags(app, options);
-  return cudaagent::run_tool("cudaagent-reward", app, options.common, argc, argv,
-                             [&](cudaagent::Session& session) {
-                               return cudaagent::run_reward(options, session);
-                             });
+  return cudaagent::run_tool(
+      "cudaagent-reward", kDescription, options.common, argc, argv,
+      [&](CLI::App& app) { cudaagent::add_reward_flags(app, options); },
+      [&](cudaagent::Session& session) { return cudaagent::run_reward(options, session); });
 }

@@ -3,15 +3,18 @@
 // man/cudaagent-rollout.1).
 #include "cudaagent/rollout/rollout_stage.h"
 
+namespace {
+constexpr const char* kDescription =
+    "Run ReAct episodes on tasks: the model writes, compiles, verifies and profiles kernels "
+    "in a sandboxed workspace; print one trajectory record per episode with its final "
+    "verify, profile and reward.";
+}  // namespace
+
 int main(int argc, char** argv) {
-  cudaagent::rollout::RolloutOptions options;
-  CLI::App app{
-      "Run ReAct episodes on tasks: the model writes, compiles, verifies and profiles kernels in a "
-      "sandboxed workspace; print one trajectory record per episode with its final verify, "
-      "profile and reward.",
-      "cudaagent-rollout"};
-  cudaagent::rollout::add_rollout_flags(app, options);
+  namespace rollout = cudaagent::rollout;
+  rollout::RolloutOptions options;
   return cudaagent::run_tool(
-      "cudaagent-rollout", app, options.common, argc, argv,
-      [&](cudaagent::Session& session) { return cudaagent::rollout::run_rollout(options, session); });
+      "cudaagent-rollout", kDescription, options.common, argc, argv,
+      [&](CLI::App& app) { rollout::add_rollout_flags(app, options); },
+      [&](cudaagent::Session& session) { return rollout::run_rollout(options, session); });
 }

@@ -2,6 +2,8 @@
 // serve a checkpoint over an OpenAI-compatible API, tokenize, score token ids, benchmark, and the
 // training stages rft, value and ppo over trajectory records. Each subcommand's flags and run
 // function live in lib/train; this file only dispatches.
+#include <CLI/CLI.hpp>
+
 #include "cudaagent/train/commands.h"
 #include "cudaagent/train/rl_run.h"
 #include "cudaagent/train/serve.h"

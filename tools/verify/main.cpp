@@ -2,16 +2,19 @@
 // (see man/cudaagent-verify.1).
 #include "cudaagent/verify/stage.h"
 
+namespace {
+constexpr const char* kDescription =
+    "Build a candidate's kernels, run it against the pristine reference in a sandbox, and "
+    "print one verdict per candidate.";
+}  // namespace
+
 int main(int argc, char** argv) {
   cudaagent::VerifyOptions options;
-  CLI::App app{"Build a candidate's kernels, run it against the pristine reference in a sandbox, "
-               "and print one verdict per candidate.", "cudaagent-verify"};
-  cudaagent::add_verify_flags(app, options);
 #if CUDAAGENT_HAVE_CUDA
   options.cuda_check = cudaagent::check_cuda_sources;
 #endif
-  return cudaagent::run_tool("cudaagent-verify", app, options.common, argc, argv,
-                             [&](cudaagent::Session& session) {
-                               return cudaagent::run_verify(options, session);
-                             });
+  return cudaagent::run_tool(
+      "cudaagent-verify", kDescription, options.common, argc, argv,
+      [&](CLI::App& app) { cudaagent::add_verify_flags(app, options); },
+      [&](cudaagent::Session& session) { return cudaagent::run_verify(options, session); });
 }

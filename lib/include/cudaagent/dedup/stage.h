@@ -2,8 +2,6 @@
 // tool's main is a few lines and tests can drive each part in-process.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>

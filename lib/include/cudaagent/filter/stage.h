@@ -2,8 +2,6 @@
 // tool's main is a few lines and tests can drive the stage in-process.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 

@@ -3,8 +3,6 @@
 // those whose verify.verdict is PASS are timed (the others pass through unchanged).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include "cudaagent/profile/profile.h"
 #include "cudaagent/records/cli.h"
 #include "cudaagent/sandbox/setup.h"

@@ -3,8 +3,6 @@
 // its own flags to the same CLI11 app; defaults live in the options structs and --help shows them.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,6 +14,12 @@
 #include "cudaagent/base/status.h"
 #include "cudaagent/base/version.h"
 #include "cudaagent/records/stage_end.h"
+
+// Declared only: CLI11 is a header library that costs seconds to compile, so only the files that
+// add flags include it; every other file that sees these declarations does not.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace cudaagent {
 
@@ -95,5 +99,11 @@ void add_progress_flag(CLI::App& app, CommonOptions& options);
 // `common.versions` are added to --version's list (libraries only this program links).
 int run_tool(const std::string& program, CLI::App& app, CommonOptions& common, int argc,
              char** argv, const std::function<Result<StageEnd>(Session&)>& body);
+
+// The same for a program with one command: the app is made here from `description`, and
+// `add_flags` adds the program's flags to it, so that its main() needs no CLI11 of its own.
+int run_tool(const std::string& program, const std::string& description, CommonOptions& common,
+             int argc, char** argv, const std::function<void(CLI::App&)>& add_flags,
+             const std::function<Result<StageEnd>(Session&)>& body);
 
 }  // namespace cudaagent

@@ -2,8 +2,6 @@
 // a few lines and tests can drive the stage in-process.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

@@ -6,7 +6,6 @@
 // resumed run writes the stored records of finished episodes again and runs only the others.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 
 #include "cudaagent/records/cli.h"

@@ -3,8 +3,6 @@
 // chain of operators (--chain), and compositions proposed by a model (--endpoint, --model).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>

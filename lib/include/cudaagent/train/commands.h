@@ -6,8 +6,6 @@
 //   bench     forward + backward throughput of the training computation on synthetic tokens
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 

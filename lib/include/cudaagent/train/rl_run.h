@@ -9,7 +9,6 @@
 // checkpoint. Data-parallel ranks come from the environment (rl_dist.h).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 

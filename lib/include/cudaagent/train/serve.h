@@ -11,8 +11,6 @@
 //   GET  /health
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <atomic>
 #include <cstdint>
 #include <string>

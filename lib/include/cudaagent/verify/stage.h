@@ -3,8 +3,6 @@
 // map or a workspace path), each answered with a record carrying a "verify" key.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <functional>
 
 #include "cudaagent/cuda/nvrtc_check.h"
