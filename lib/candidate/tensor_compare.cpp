@@ -107,18 +107,25 @@ inline void compare_pair(double e, double a, std::uint64_t i, double atol, doubl
 
 template <class Decoder>
 ElementStats compare_floats(const std::byte* e, const std::byte* a, std::uint64_t n, double atol,
-                            double rtol) {
+                            double rtol, bool stop_at_mismatch) {
   ElementStats s;
   const Decoder decode;
-  for (std::uint64_t i = 0; i < n; ++i) compare_pair(decode.at(e, i), decode.at(a, i), i, atol, rtol, s);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    compare_pair(decode.at(e, i), decode.at(a, i), i, atol, rtol, s);
+    if (stop_at_mismatch && s.mismatched != 0) break;
+  }
   return s;
 }
 
 template <class T>
-ElementStats compare_exact(const std::byte* e, const std::byte* a, std::uint64_t n) {
+ElementStats compare_exact(const std::byte* e, const std::byte* a, std::uint64_t n,
+                           bool stop_at_mismatch) {
   ElementStats s;
   for (std::uint64_t i = 0; i < n; ++i) {
-    if (load<T>(e, i) != load<T>(a, i)) s.exact_mismatch(i);
+    if (load<T>(e, i) != load<T>(a, i)) {
+      s.exact_mismatch(i);
+      if (stop_at_mismatch) break;
+    }
   }
   return s;
 }
@@ -159,29 +166,30 @@ double floating_at(const TensorTree& t, std::uint64_t i) {
   }
 }
 
-ElementStats compare_elements(const TensorTree& e, const TensorTree& a, const ElementTolerance& t) {
+ElementStats compare_elements(const TensorTree& e, const TensorTree& a, const ElementTolerance& t,
+                              bool stop) {
   const std::byte* pe = e.data.get();
   const std::byte* pa = a.data.get();
   const std::uint64_t n = e.numel();
   switch (e.dtype) {
     case DType::kFloat32:
-      return compare_floats<Float32>(pe, pa, n, t.absolute, t.relative);
+      return compare_floats<Float32>(pe, pa, n, t.absolute, t.relative, stop);
     case DType::kFloat64:
-      return compare_floats<Float64>(pe, pa, n, t.absolute, t.relative);
+      return compare_floats<Float64>(pe, pa, n, t.absolute, t.relative, stop);
     case DType::kFloat16:
-      return compare_floats<Float16>(pe, pa, n, t.absolute, t.relative);
+      return compare_floats<Float16>(pe, pa, n, t.absolute, t.relative, stop);
     case DType::kBFloat16:
-      return compare_floats<BFloat16>(pe, pa, n, t.absolute, t.relative);
+      return compare_floats<BFloat16>(pe, pa, n, t.absolute, t.relative, stop);
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kBool:
-      return compare_exact<std::uint8_t>(pe, pa, n);
+      return compare_exact<std::uint8_t>(pe, pa, n, stop);
     case DType::kInt16:
-      return compare_exact<std::uint16_t>(pe, pa, n);
+      return compare_exact<std::uint16_t>(pe, pa, n, stop);
     case DType::kInt32:
-      return compare_exact<std::uint32_t>(pe, pa, n);
+      return compare_exact<std::uint32_t>(pe, pa, n, stop);
     case DType::kInt64:
-      return compare_exact<std::uint64_t>(pe, pa, n);
+      return compare_exact<std::uint64_t>(pe, pa, n, stop);
   }
   return {};
 }
@@ -363,6 +371,7 @@ class Comparator {
 
   // Pass 2, on trees whose structure matched.
   void values(const TensorTree& e, const TensorTree& a, std::string& path) {
+    if (options_.stop_at_first_mismatch && result_.failure != CompareFailure::kNone) return;
     switch (e.kind) {
       case ValueKind::kTensor:
         tensor_values(e, a, path);
@@ -482,12 +491,15 @@ class Comparator {
                                                    " elements) where the expected values vary");
     }
     const ElementTolerance tolerance = element_tolerance(e, options_);
-    const ElementStats s = compare_elements(e, a, tolerance);
+    const ElementStats s = compare_elements(e, a, tolerance, options_.stop_at_first_mismatch);
     absorb(s, path, e.shape);
     if (s.mismatched != 0) {
       const bool floating = dtype_is_floating(e.dtype);
-      std::string reason = path + ": " + std::to_string(s.mismatched) + " of " + std::to_string(n) +
-                           " elements differ; first" + index_text(e.shape, s.first_bad) + ": got " +
+      const std::string count = options_.stop_at_first_mismatch
+                                    ? "elements differ (compared up to the first)"
+                                    : std::to_string(s.mismatched) + " of " + std::to_string(n) +
+                                          " elements differ";
+      std::string reason = path + ": " + count + "; first" + index_text(e.shape, s.first_bad) + ": got " +
                            element_text(a, s.first_bad) + ", expected " + element_text(e, s.first_bad);
       if (floating) {
         reason += tolerance_note(floating_at(e, s.first_bad), floating_at(a, s.first_bad), tolerance);

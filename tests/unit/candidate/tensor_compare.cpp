@@ -350,6 +350,34 @@ TEST_CASE("statistics cover every tensor, the reason names the first failure") {
   CHECK(result.worst_path == "output[1] at (1)");
 }
 
+TEST_CASE("stop_at_first_mismatch answers the same match, reading only up to the first difference") {
+  const TensorTree expected = TensorTree::tuple(
+      {f32({1, 2, 3, 4}), tensor_of<std::int32_t>(DType::kInt32, {3}, {1, 2, 3}), f32({5, 6})});
+  const TensorTree actual = TensorTree::tuple(
+      {f32({1, 2.5f, 3.5f, 4.5f}), tensor_of<std::int32_t>(DType::kInt32, {3}, {0, 0, 0}), f32({7, 8})});
+  cudaagent::CompareOptions stop;
+  stop.stop_at_first_mismatch = true;
+  const CompareResult full = cudaagent::compare_outputs(expected, actual, {});
+  const CompareResult early = cudaagent::compare_outputs(expected, actual, stop);
+  CHECK_FALSE(full.match);
+  CHECK_FALSE(early.match);
+  CHECK(early.failure == CompareFailure::kValues);
+  CHECK(early.reason ==
+        "output[0]: elements differ (compared up to the first); first at (1): got 2.5, expected 2 "
+        "(|diff| 0.5 > tolerance 0.03)");
+  CHECK(full.mismatched_elements == 8);
+  CHECK(early.mismatched_elements == 1);
+  CHECK(early.compared_elements == 4);  // the later tensors were never read
+  // Integers stop too; a match is still a match, every element read.
+  const TensorTree ints = tensor_of<std::int32_t>(DType::kInt32, {3}, {1, 2, 3});
+  const CompareResult int_early =
+      cudaagent::compare_outputs(ints, tensor_of<std::int32_t>(DType::kInt32, {3}, {1, 0, 0}), stop);
+  CHECK(int_early.mismatched_elements == 1);
+  const CompareResult same = cudaagent::compare_outputs(expected, expected, stop);
+  CHECK(same.match);
+  CHECK(same.compared_elements == 9);
+}
+
 TEST_CASE("hand-built trees whose bytes disagree with their shape are refused, not read") {
   TensorTree lying = f32({1, 2});
   lying.shape = {1000000};

@@ -31,6 +31,10 @@ struct CompareOptions {
   // tensor is not constant, even when every element is within tolerance.
   bool reject_degenerate = true;
   bool scale_atol = true;
+  // Only whether the trees match: the comparison ends at the first element outside tolerance, so
+  // the counts and the worst element of a mismatch cover what was read up to it. For a check that
+  // expects a mismatch (two input draws give different outputs at nearly every element).
+  bool stop_at_first_mismatch = false;
 };
 
 // The tolerance of one expected tensor (or float scalar): A and R of the rule above.
