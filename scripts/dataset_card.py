@@ -44,6 +44,19 @@ def log_buckets(lo, hi, n):
     return list(zip(edges[:-1], edges[1:]))
 
 
+def phase_means(filters):
+    """Mean seconds of each phase of the task's job, over the tasks whose records carry them
+    (filter records from before the phases were recorded have none); in the job's order."""
+    order = ["start", "torch", "load", "interface", "init", "inputs", "forward", "compile",
+             "checked", "warmup", "timing", "compile_warmup", "compile_timing"]
+    timed = [f["seconds"]["phases"] for f in filters if f.get("seconds", {}).get("phases")]
+    if not timed:
+        return {}
+    return {"tasks": len(timed),
+            "mean_s": {p: round(sum(t.get(p, 0) for t in timed) / len(timed), 3)
+                       for p in order if any(p in t for t in timed)}}
+
+
 def fmt(x):
     if x is None:
         return "-"
@@ -142,7 +155,10 @@ def main():
                         "fresh": fresh, "s_per_task": round(wall / fresh, 4) if fresh else None,
                         "check_job_s": quantiles(seconds("check", filters)),
                         "timing_job_s": quantiles(seconds("time", filters)),
-                        "task_total_s": quantiles(seconds("total", filters))},
+                        "task_total_s": quantiles(seconds("total", filters)),
+                        "judge_s": quantiles(seconds("judge", filters)),
+                        "write_s": quantiles(seconds("write", filters)),
+                        "phases_mean_s": phase_means(filters)},
         "depth": depth,
         "families": {"tasks_using": families_per_task, "operator_uses": family_uses},
         "operators": {"distinct": len(op_uses), "top": dict(list(op_uses.items())[:20])},
@@ -242,6 +258,13 @@ def markdown(c):
                    ["part", "started", "s", "filtered", "from store", "errors", "jobs", "device", "stopped"]))
     s.append("\nPer task (seconds): checks (build, eager, torch.compile) %s; after them (timing, the slot's wait left out) %s; whole task %s.\n"
              % (quant_line(ft["check_job_s"]), quant_line(ft["timing_job_s"]), quant_line(ft["task_total_s"])))
+    if ft.get("judge_s", {}).get("n"):
+        s.append("Judging the check's output files here %s; writing them in the task's job %s.\n"
+                 % (quant_line(ft["judge_s"]), quant_line(ft["write_s"]) if ft.get("write_s") else "-"))
+    if ft.get("phases_mean_s"):
+        pm = ft["phases_mean_s"]
+        s.append("Mean seconds by phase of the task's job (%d tasks; checked = waiting for the judging and the slot): %s.\n"
+                 % (pm["tasks"], ", ".join("%s %s" % (p, fmt(v)) for p, v in pm["mean_s"].items())))
     s.append("\n## Depth and operators\n\n")
     s.append(table([[d, n] for d, n in sorted(c["depth"].items(), key=lambda kv: int(kv[0]))], ["operators in the chain", "tasks"]))
     s.append("\n")

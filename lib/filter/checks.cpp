@@ -255,8 +255,8 @@ Status read_samples(simdjson::dom::object& object, const char* key, std::vector<
   return Status::ok();
 }
 
-// "phase_seconds" ({known phase: seconds}) and "write_seconds"; both may be absent (a report of
-// an older harness), neither is ever trusted for more than a number to show.
+// "phase_seconds" ({known phase: seconds}), "write_seconds" and "peak_bytes"; each may be absent
+// (a report of an older harness), none is ever trusted for more than a number to show.
 Status read_phase_seconds(simdjson::dom::object& object, HarnessReport& report) {
   constexpr std::size_t kMaxPhases = 32;  // a dozen phases; a key repeated past that is garbage
   const auto usable = [](double seconds) { return std::isfinite(seconds) && seconds >= 0; };
@@ -265,6 +265,11 @@ Status read_phase_seconds(simdjson::dom::object& object, HarnessReport& report) 
       (element.get_double().get(report.write_seconds) || !usable(report.write_seconds))) {
     return Status::error("report.json: 'write_seconds' is not a number of seconds");
   }
+  std::int64_t peak = 0;
+  if (!object["peak_bytes"].get(element) && (element.get_int64().get(peak) || peak < 0)) {
+    return Status::error("report.json: 'peak_bytes' is not a byte count");
+  }
+  report.peak_bytes = static_cast<std::uint64_t>(peak);
   if (object["phase_seconds"].get(element)) return Status::ok();
   simdjson::dom::object phases;
   if (element.get_object().get(phases)) return Status::error("report.json: 'phase_seconds' is not an object");

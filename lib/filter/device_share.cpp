@@ -1,6 +1,9 @@
-// DeviceShare: the busy count of each device, and the alone reservations, under one lock.
+// DeviceShare: the busy count, the memory estimates and the alone reservations of each device,
+// and the queue of waiting tasks, under one lock. Tasks are seated strictly in turn: a large task
+// waiting for memory is not overtaken forever by small ones that would still fit.
 #include "cudaagent/filter/device_share.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -9,52 +12,86 @@
 
 namespace cudaagent {
 
-DeviceShare::DeviceShare(std::size_t devices) : devices_(devices == 0 ? 1 : devices) {}
+namespace {
+constexpr auto kStopPoll = std::chrono::milliseconds(200);
+}  // namespace
 
-Result<DeviceShare::Seat> DeviceShare::take(bool alone, const std::atomic<int>* stop) {
+DeviceShare::DeviceShare(std::size_t devices, std::uint64_t memory_budget)
+    : devices_(devices == 0 ? 1 : devices), memory_budget_(memory_budget) {}
+
+Result<DeviceShare::Seat> DeviceShare::take(bool alone, std::uint64_t bytes,
+                                            const std::atomic<int>* stop) {
   std::unique_lock lock(mutex_);
-  const auto stopping = [&] { return stop != nullptr && stop->load() != 0; };
-  const auto least_busy = [&](bool skip_reserved) -> std::optional<std::size_t> {
+  return alone ? take_alone(lock, stop) : take_in_turn(lock, bytes, stop);
+}
+
+Result<DeviceShare::Seat> DeviceShare::take_alone(std::unique_lock<std::mutex>& lock,
+                                                  const std::atomic<int>* stop) {
+  std::size_t device = 0;
+  for (std::size_t i = 1; i < devices_.size(); ++i) {
+    if (devices_[i].busy < devices_[device].busy) device = i;
+  }
+  Device& d = devices_[device];
+  ++d.alone_waiting;
+  for (;;) {
+    if (stop != nullptr && stop->load() != 0) {
+      --d.alone_waiting;
+      changed_.notify_all();
+      return stopped_status(stop->load());
+    }
+    if (d.busy == 0 && !d.alone_running) break;
+    changed_.wait_for(lock, kStopPoll);
+  }
+  --d.alone_waiting;
+  d.alone_running = true;
+  return seat_on(device, 0, true);
+}
+
+Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>& lock,
+                                                    std::uint64_t bytes,
+                                                    const std::atomic<int>* stop) {
+  const std::size_t ticket = next_ticket_++;
+  turns_.push_back(ticket);
+  const auto give_up_turn = [&] {
+    turns_.erase(std::find(turns_.begin(), turns_.end(), ticket));
+    changed_.notify_all();
+  };
+  // The least busy device not reserved for a task alone where `bytes` fit; an empty device takes
+  // any task, so an estimate over the budget still runs, by itself.
+  const auto free_device = [&]() -> std::optional<std::size_t> {
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const Device& d = devices_[i];
-      if (skip_reserved && (d.alone_waiting > 0 || d.alone_running)) continue;
-      if (!best || d.busy < devices_[*best].busy) best = i;
+      if (d.alone_waiting > 0 || d.alone_running) continue;
+      const bool fits = memory_budget_ == 0 || d.busy == 0 || d.bytes + bytes <= memory_budget_;
+      if (fits && (!best || d.busy < devices_[*best].busy)) best = i;
     }
     return best;
   };
-  std::size_t device = 0;
-  if (alone) {
-    device = *least_busy(false);
-    Device& d = devices_[device];
-    ++d.alone_waiting;
-    for (;;) {
-      if (stopping()) {
-        --d.alone_waiting;
-        changed_.notify_all();
-        return stopped_status(stop->load());
-      }
-      if (d.busy == 0 && !d.alone_running) break;
-      changed_.wait_for(lock, std::chrono::milliseconds(200));
-    }
-    --d.alone_waiting;
-    d.alone_running = true;
-  } else {
+  for (;;) {
     // A stop request is looked at first: no task starts once one came.
-    for (;;) {
-      if (stopping()) return stopped_status(stop->load());
-      if (auto free = least_busy(true)) {
-        device = *free;
-        break;
-      }
-      changed_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stop != nullptr && stop->load() != 0) {
+      give_up_turn();
+      return stopped_status(stop->load());
     }
+    if (turns_.front() == ticket) {
+      if (auto device = free_device()) {
+        give_up_turn();  // the next task's turn
+        return seat_on(*device, bytes, false);
+      }
+    }
+    changed_.wait_for(lock, kStopPoll);
   }
-  Taken taken{device, alone, false};
+}
+
+DeviceShare::Seat DeviceShare::seat_on(std::size_t device, std::uint64_t bytes, bool alone) {
+  Taken taken{device, bytes, alone, false};
   for (auto& [id, other] : seats_) {  // every task now on the device shares it with this one
     if (other.device == device) other.shared = taken.shared = true;
   }
-  ++devices_[device].busy;
+  Device& d = devices_[device];
+  ++d.busy;
+  d.bytes += bytes;
   const Seat seat{device, next_id_++};
   seats_.emplace(seat.id, taken);
   return seat;
@@ -66,6 +103,7 @@ void DeviceShare::leave(const Seat& seat) {
   if (found == seats_.end()) return;
   Device& d = devices_[found->second.device];
   --d.busy;
+  d.bytes -= found->second.bytes;
   if (found->second.alone) d.alone_running = false;
   seats_.erase(found);
   changed_.notify_all();
@@ -82,6 +120,11 @@ bool DeviceShare::reserved(std::size_t device) const {
   if (device >= devices_.size()) return false;
   const Device& d = devices_[device];
   return d.alone_waiting > 0 || d.alone_running;
+}
+
+std::size_t DeviceShare::queued() const {
+  std::lock_guard lock(mutex_);
+  return turns_.size();
 }
 
 }  // namespace cudaagent

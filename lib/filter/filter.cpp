@@ -106,7 +106,7 @@ struct TaskFilter::State {
   // idle: at most as many workers as tasks run at once). `alone`: once no other task of this
   // process runs there (new ones wait meanwhile). A Status when its directories cannot be made,
   // or a stop request ended the wait.
-  Result<FilterWorker*> acquire_worker(bool alone);
+  Result<FilterWorker*> acquire_worker(bool alone, std::uint64_t memory_bytes);
   void release_worker(FilterWorker* worker) {
     const DeviceShare::Seat seat = worker->seat;
     {
@@ -126,11 +126,12 @@ struct TaskFilter::State {
                                const std::string& out_dir,
                                const std::function<bool(const HarnessReport&)>& judge,
                                JobSeconds& seconds);
-  FilterOutcome filter(const std::string& model_py);
+  FilterOutcome filter(const std::string& model_py, std::uint64_t memory_bytes);
   // One run of the task; `retried_because`: why an earlier run beside other tasks failed (this
   // run then has the device to itself). `shared_failure` receives that reason when this run
   // failed for a shared resource while other tasks ran on its device.
-  FilterOutcome filter_once(const std::string& model_py, const std::string& retried_because,
+  FilterOutcome filter_once(const std::string& model_py, std::uint64_t memory_bytes,
+                            const std::string& retried_because,
                             std::string& shared_failure);
 };
 
@@ -155,8 +156,8 @@ std::string reasons_json(const std::vector<FilterReason>& reasons) {
 
 }  // namespace
 
-Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone) {
-  auto seat = share->take(alone, settings.stop);
+Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone, std::uint64_t memory_bytes) {
+  auto seat = share->take(alone, memory_bytes, settings.stop);
   if (!seat) return seat.status();
   const std::size_t device = seat.value().device;
   std::lock_guard lock(mutex);
@@ -311,7 +312,7 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   }
   // 3. Warm-up and timing, alone on the device.
   const auto waiting = SteadyClock::now();
-  std::lock_guard slot(*timing[worker.device]);
+  std::unique_lock slot(*timing[worker.device]);
   if (settings.stop != nullptr && settings.stop->load() != 0) return stopped_status(settings.stop->load());
   // The machine-wide slot: the same lock profile takes, so a filter timing job and a profile on
   // one GPU never overlap. Waiting for it does not count against the job's time limit.
@@ -324,21 +325,46 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   }
   seconds.slot_wait = since(waiting);
   phase = SteadyClock::now();
-  ProcessResult result;
   if (Status sent = session.send("go"); !sent) {
     // The worker is gone (the session aborted it): the job ended with it.
+    ProcessResult result;
     result.outcome = ProcessResult::Outcome::kSignaled;
     result.signal = SIGKILL;
     result.err = "the harness worker died during the job: " + sent.message();
-  } else if (auto closed = session.close(limit); !closed) {
-    return closed.status();
-  } else {
-    result = std::move(closed).value();
-    if (result.outcome == ProcessResult::Outcome::kTimedOut) result.timeout_seconds = limit;
+    seconds.slot = since(phase);
+    seconds.after_check = since(after_check) - seconds.slot_wait;
+    return ended(std::move(result), true);
+  }
+  // The slot is held until the job says "timed" (its timed calls are over) or ends: what it does
+  // after its last timed call (freeing gigabytes of device memory, ending its CUDA context) needs
+  // the device to itself no more than its checks did.
+  std::optional<ProcessResult> result;
+  while (!result) {
+    const double remaining = limit - since(phase);
+    if (remaining <= 0) {
+      result = timed_out();
+      break;
+    }
+    auto message = session.receive(remaining);
+    if (!message) return message.status();
+    if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
+      result = std::move(message.value().result);
+    } else if (message.value().kind == HarnessSession::Message::Kind::kLine &&
+               message.value().text == "timed") {
+      break;
+    }
   }
   seconds.slot = since(phase);
+  machine_slot.reset();
+  slot.unlock();
+  if (!result) {
+    auto closed = session.close(limit);  // its end, with a time limit of its own
+    if (!closed) return closed.status();
+    result = std::move(closed).value();
+  }
+  if (result->outcome == ProcessResult::Outcome::kTimedOut) result->timeout_seconds = limit;
   seconds.after_check = since(after_check) - seconds.slot_wait;
-  return ended(std::move(result), true);
+  return ended(std::move(*result), true);
 }
 
 namespace {
@@ -439,13 +465,17 @@ struct FilterSeconds {
   std::vector<std::pair<std::string, double>> phases;
 };
 
+struct FilterMemory {
+  std::uint64_t estimate_bytes = 0, peak_bytes = 0;
+};
+
 // The record's "filter" value.
 std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
                         const std::vector<FilterReason>& reasons,
                         const std::optional<EagerStats>& stats,
                         const std::optional<EagerStats>& compiled_stats, const std::string& compile_text,
                         const std::string& determinism, const FilterSeconds& seconds,
-                        const std::string& retried_because) {
+                        const FilterMemory& memory, const std::string& retried_because) {
   std::string json;
   JsonWriter out(json);
   out.begin_object().field("kept", reasons.empty()).key("reasons").raw(reasons_json(reasons));
@@ -475,6 +505,11 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   // The reasons of a first run that failed for memory or disk beside other tasks: this result is
   // from a second run with the device to itself.
   if (!retried_because.empty()) out.key("first_run_shared").raw(retried_because);
+  // The admission's estimate of the task's device memory beside the peak its job reported (for
+  // checking the estimate; 0: unknown).
+  out.key("memory").begin_object();
+  out.field("estimate_bytes", static_cast<std::int64_t>(memory.estimate_bytes));
+  out.field("peak_bytes", static_cast<std::int64_t>(memory.peak_bytes)).end_object();
   out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
   out.field("check", seconds.check).field("judge", seconds.judge).field("time", seconds.time);
   out.field("slot", seconds.slot).field("slot_wait", seconds.slot_wait);
@@ -490,18 +525,18 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
 // A task that ran out of GPU memory or disk while other tasks' jobs shared its device (their
 // inputs, outputs and caches) says nothing yet about itself: it runs once more with the device
 // to itself, and that run decides.
-FilterOutcome TaskFilter::State::filter(const std::string& model_py) {
+FilterOutcome TaskFilter::State::filter(const std::string& model_py, std::uint64_t memory_bytes) {
   std::string shared_failure;
-  FilterOutcome outcome = filter_once(model_py, "", shared_failure);
+  FilterOutcome outcome = filter_once(model_py, memory_bytes, "", shared_failure);
   if (outcome.infra || shared_failure.empty()) return outcome;
   std::string unused;
-  return filter_once(model_py, shared_failure, unused);
+  return filter_once(model_py, memory_bytes, shared_failure, unused);
 }
 
 // The task's job: the checks, the trusted reading of their files, then the timing, returning
 // through infra() when the machinery fails: kept in one function so that the order reads top to
 // bottom.
-FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
+FilterOutcome TaskFilter::State::filter_once(const std::string& model_py, std::uint64_t memory_bytes,
                                              const std::string& retried_because,
                                              std::string& shared_failure) {
   const auto started = SteadyClock::now();
@@ -512,7 +547,7 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
     outcome.stopped = settings.stop != nullptr && settings.stop->load() != 0;
     return outcome;
   };
-  auto acquired = acquire_worker(!retried_because.empty());
+  auto acquired = acquire_worker(!retried_because.empty(), memory_bytes);
   if (!acquired) return infra(acquired.status().message());
   FilterWorker& worker = *acquired.value();
   struct Release {
@@ -603,8 +638,9 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
     spent.write = run.report->write_seconds;
     spent.phases = run.report->phase_seconds;
   }
+  const FilterMemory memory{memory_bytes, run.report ? run.report->peak_bytes : 0};
   outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
-                             determinism, spent, retried_because);
+                             determinism, spent, memory, retried_because);
   return outcome;
 }
 
@@ -635,7 +671,12 @@ Result<TaskFilter> TaskFilter::create(FilterSettings settings) {
     return Status::error("cannot open " + cudaagent::quoted(pattern) + " to the --run-as user: " +
                          std::strerror(errno));
   }
-  state->share = std::make_unique<DeviceShare>(state->devices.size());
+  std::uint64_t memory_budget = 0;
+  if (settings.device == "cuda" && settings.device_memory_fraction > 0) {
+    memory_budget = static_cast<std::uint64_t>(settings.device_memory_fraction *
+                                               static_cast<double>(torch.value().gpu_memory_bytes));
+  }
+  state->share = std::make_unique<DeviceShare>(state->devices.size(), memory_budget);
   for (std::size_t i = 0; i < state->devices.size(); ++i) {
     state->timing.push_back(std::make_unique<std::mutex>());
   }
@@ -649,7 +690,9 @@ TaskFilter::TaskFilter(TaskFilter&&) noexcept = default;
 TaskFilter& TaskFilter::operator=(TaskFilter&&) noexcept = default;
 TaskFilter::~TaskFilter() = default;
 
-FilterOutcome TaskFilter::run(const std::string& model_py) const { return state_->filter(model_py); }
+FilterOutcome TaskFilter::run(const std::string& model_py, std::uint64_t memory_bytes) const {
+  return state_->filter(model_py, memory_bytes);
+}
 
 std::string TaskFilter::job_key(const std::string& model_py) const {
   const FilterSettings& s = state_->settings;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cudaagent/base/paths.h"
+#include "cudaagent/filter/memory_estimate.h"
 #include "cudaagent/records/record_stage.h"
 #include "cudaagent/records/result_store.h"
 #include "cudaagent/sandbox/runner.h"
@@ -89,6 +90,9 @@ class FilterStage final : public RecordStage {
     }
     std::string id(record.id);
     std::string source(model_py);
+    simdjson::dom::element task;
+    const std::uint64_t memory_bytes =
+        record.object["task"].get(task) ? 0 : task_memory_estimate(task);
     std::string job_key;
     if (store_ != nullptr) {
       job_key = filter_.job_key(source);
@@ -102,9 +106,10 @@ class FilterStage final : public RecordStage {
         return [this, value = std::move(*stored.value()), id] { return finish(id, value); };
       }
     }
-    return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key)] {
+    return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key),
+            memory_bytes] {
       if (gave_up_.load()) return RecordEdit::interrupted();  // not run: a re-run does it
-      FilterOutcome outcome = filter_.run(source);
+      FilterOutcome outcome = filter_.run(source, memory_bytes);
       if (outcome.stopped) return RecordEdit::interrupted();  // no result: a re-run does it
       if (outcome.infra) {
         ++failed_;
@@ -271,6 +276,10 @@ void add_filter_flags(CLI::App& app, FilterOptions& options) {
                  "private writable memory, and on --device cpu the address space too (K/M/G/T "
                  "suffixes; 0: none)")->capture_default_str()
       ->check(checked(parse_size, "size"));
+  app.add_option("--device-memory", s.device_memory_fraction, "The share of a GPU's memory the "
+                 "tasks on it may take together, by the estimates synth's records allow: a task "
+                 "that would go past it waits (0: admit by --jobs alone)")->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0))->type_name("FRACTION");
   app.add_option("--gpus", options.gpus, "CUDA devices to spread tasks over, e.g. 0,1 (default: "
                  "CUDA_VISIBLE_DEVICES, else every GPU)")->type_name("LIST");
   app.add_flag("--kept-only", options.kept_only, "Write only kept tasks (default: every task, "

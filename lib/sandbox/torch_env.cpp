@@ -106,6 +106,13 @@ Result<TorchEnv> parse_torch_env(const std::string& json) {
       object["cuda_available"].get_bool().get(env.cuda_available)) {
     return Status::error("torch discovery: 'cxx11_abi'/'cuda_available' missing");
   }
+  // Absent from the answers of older discovery scripts: then unknown (0).
+  std::int64_t memory = 0;
+  if (simdjson::dom::element element; !object["gpu_memory_bytes"].get(element) &&
+                                      (element.get_int64().get(memory) || memory < 0)) {
+    return Status::error("torch discovery: 'gpu_memory_bytes' is not a byte count");
+  }
+  env.gpu_memory_bytes = static_cast<std::uint64_t>(memory);
   return env;
 }
 

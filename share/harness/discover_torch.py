@@ -27,6 +27,7 @@ def main():
         "cuda_available": False,
         "gpu_name": "",
         "gpu_arch": "",
+        "gpu_memory_bytes": 0,
     }
     if torch.version.cuda:
         info["libraries"] += ["c10_cuda", "torch_cuda", "cudart"]
@@ -36,7 +37,8 @@ def main():
         if torch.cuda.is_available():
             major, minor = torch.cuda.get_device_capability(0)
             info.update(cuda_available=True, gpu_name=torch.cuda.get_device_name(0),
-                        gpu_arch=f"{major}{minor}")
+                        gpu_arch=f"{major}{minor}",
+                        gpu_memory_bytes=int(torch.cuda.get_device_properties(0).total_memory))
     print(json.dumps(info))
 
 

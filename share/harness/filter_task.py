@@ -11,8 +11,9 @@ get_init_inputs) inside the OS sandbox, as one job that checks the task and then
           timing slot and says "go": warm-up calls, then timed calls of eager forward on the first
           input set until --runs samples or --budget-s seconds, then the same for the compiled
           model, in this process, so the model is built, the inputs drawn and the graph compiled
-          once (seconds of CPU work that never hold the slot). stdin closed instead of "go": the
-          task was rejected, nothing is timed. The statistics are computed on the C++ side.
+          once (seconds of CPU work that never hold the slot). Then it says "timed", and the slot
+          is given back before the process ends. stdin closed instead of "go": the task was
+          rejected, nothing is timed. The statistics are computed on the C++ side.
 
 The report (report.json in --out) is kept up to date (written whole, then renamed), so a process
 that hangs or dies still says which phase it was in. Task code runs in this process, so the report
@@ -42,7 +43,8 @@ class Report:
         self.data = {"mode": mode, "phase": "start", "done": False, "error": None,
                      "torch": "", "has_compile": False, "inputs_equal": None, "compile": None,
                      "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [],
-                     "compile_samples_ms": [], "phase_seconds": {}, "write_seconds": 0.0}
+                     "compile_samples_ms": [], "phase_seconds": {}, "write_seconds": 0.0,
+                     "peak_bytes": 0}
         self._phase_started = time.perf_counter()
         self.save()
 
@@ -224,6 +226,14 @@ def check(torch, report, args):
     return model, inputs_a, compiled
 
 
+def note_peak(torch, report, device):
+    """The most device memory torch's allocator held at once so far: beside the filter's estimate
+    of it in the record, so that the estimate can be checked against real runs."""
+    if device == "cuda":
+        report.data["peak_bytes"] = int(torch.cuda.max_memory_allocated())
+        report.save()
+
+
 def timed_call(torch, model, inputs, device):
     synchronize(torch, device)
     started = time.perf_counter()
@@ -312,8 +322,12 @@ def main():
     report.data["has_compile"] = hasattr(torch, "compile")
     try:
         model, inputs, compiled = check(torch, report, args)
+        note_peak(torch, report, args.device)
         if args.await_go and await_go(report):
             time_task(torch, report, args, model, inputs, compiled)
+            note_peak(torch, report, args.device)
+            # The C++ side gives the device's timing slot back now: nothing below is timed.
+            os.write(3, b"timed\n")
     except BaseException as error:  # SystemExit and KeyboardInterrupt from task code included
         report.fail(error)
         return 3

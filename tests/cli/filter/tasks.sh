@@ -12,7 +12,12 @@ rm -f "/tmp/$marker"
 
 names=(good nondeterministic input_independent constant all_zero syntax_error missing_get_inputs
        get_inputs_raises infinite_loop huge_tensor writes_file opens_socket slow exits_process)
-"$records" "${names[@]}" >"$scratch/in.jsonl"
+# The good task carries synth's description of its tensors, from which its device memory is
+# estimated: 3 * 4,096 input bytes + 4,096 output bytes + 10,000 / 2 of traffic.
+"$records" "${names[@]}" |
+  jq -c 'if .id == "good" then .task.meta = {dtype: "float32", input_shapes: [[16, 64]],
+                                             output_shape: [16, 64], bytes: 10000} else . end' \
+    >"$scratch/in.jsonl"
 # The window fits the good task on a loaded CPU and not the slow one (60 ms per call); the timeout
 # ends the infinite loop; the memory limit is below the huge task's 8 GiB and far above torch's needs.
 start=$SECONDS
@@ -61,6 +66,11 @@ jq -e -s '.[] | select(.id == "good") | .filter.seconds | .judge >= 0 and .write
        (.phases | keys) == ["checked", "forward", "init", "inputs", "interface", "load", "start", "timing",
                             "torch", "warmup"] and all(.phases[]; . >= 0)' \
   "$scratch/out.jsonl" >/dev/null || fail "good: seconds $(head -1 "$scratch/out.jsonl" | jq -c .filter.seconds)"
+
+# The estimate is recorded beside the job's peak (0 on the CPU); a task without meta has none.
+jq -e -s '(.[] | select(.id == "good") | .filter.memory == {estimate_bytes: 21384, peak_bytes: 0}) and
+          (.[] | select(.id == "slow") | .filter.memory.estimate_bytes == 0)' "$scratch/out.jsonl" >/dev/null ||
+  fail "memory: $(jq -c '{id, memory: .filter.memory}' "$scratch/out.jsonl" | head -3)"
 
 # Warm workers: only the first task of each of the two threads paid for a worker start (a third
 # start only if the infinite loop's killed worker was given another task).

@@ -157,14 +157,17 @@ TEST_CASE("parse_harness_report reads where the job's seconds went, and refuses 
   const auto with = [&](const std::string& fields) {
     return cudaagent::parse_harness_report(replaced(good, "\"done\": true", "\"done\": true, " + fields));
   };
-  auto parsed = with(R"("phase_seconds": {"load": 0.5, "compile": 8.25, "checked": 3}, "write_seconds": 1.5)");
+  auto parsed = with(R"("phase_seconds": {"load": 0.5, "compile": 8.25, "checked": 3}, "write_seconds": 1.5, )"
+                     R"("peak_bytes": 3000000000)");
   REQUIRE(parsed.is_ok());
   using Phases = std::vector<std::pair<std::string, double>>;
   CHECK(parsed.value().phase_seconds == Phases{{"load", 0.5}, {"compile", 8.25}, {"checked", 3.0}});
   CHECK(parsed.value().write_seconds == 1.5);
+  CHECK(parsed.value().peak_bytes == 3000000000ULL);
   for (const char* bad : {R"("phase_seconds": [])", R"("phase_seconds": {"elsewhere": 1})",
                           R"("phase_seconds": {"load": -1})", R"("phase_seconds": {"load": "1"})",
-                          R"("write_seconds": -0.5)", R"("write_seconds": null)"}) {
+                          R"("write_seconds": -0.5)", R"("write_seconds": null)",
+                          R"("peak_bytes": -1)", R"("peak_bytes": 1.5)"}) {
     CAPTURE(bad);
     CHECK_FALSE(with(bad).is_ok());
   }

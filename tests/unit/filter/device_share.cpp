@@ -22,6 +22,11 @@ bool still_waiting(std::future<T>& future) {
   return future.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
 }
 
+// Blocks until `count` tasks wait for a seat. No deadline, for the same reason as below.
+void until_queued(const DeviceShare& share, std::size_t count) {
+  while (share.queued() != count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 // Blocks until a task's wait to have `device` alone is registered. No deadline: on a loaded
 // machine the waiting thread may start late, and a task launched before it registers would
 // rightly get a seat, which is not what these tests are about.
@@ -33,14 +38,14 @@ void until_reserved(const DeviceShare& share, std::size_t device) {
 
 TEST_CASE("device share: tasks go to the least busy device, and know when they shared it") {
   DeviceShare share(2);
-  auto a = share.take(false, nullptr);
-  auto b = share.take(false, nullptr);
+  auto a = share.take(false, 0, nullptr);
+  auto b = share.take(false, 0, nullptr);
   REQUIRE(a);
   REQUIRE(b);
   CHECK(a.value().device != b.value().device);
   CHECK_FALSE(share.shared(a.value()));
   CHECK_FALSE(share.shared(b.value()));
-  auto c = share.take(false, nullptr);
+  auto c = share.take(false, 0, nullptr);
   REQUIRE(c);
   CHECK(share.shared(c.value()));
   const auto& with_c = c.value().device == a.value().device ? a.value() : b.value();
@@ -52,12 +57,12 @@ TEST_CASE("device share: tasks go to the least busy device, and know when they s
 
 TEST_CASE("device share: alone waits for the device to empty and keeps new tasks out") {
   DeviceShare share(1);
-  auto first = share.take(false, nullptr);
+  auto first = share.take(false, 0, nullptr);
   REQUIRE(first);
-  auto alone = std::async(std::launch::async, [&] { return share.take(true, nullptr); });
+  auto alone = std::async(std::launch::async, [&] { return share.take(true, 0, nullptr); });
   until_reserved(share, 0);
   CHECK(still_waiting(alone));  // a task still runs there
-  auto later = std::async(std::launch::async, [&] { return share.take(false, nullptr); });
+  auto later = std::async(std::launch::async, [&] { return share.take(false, 0, nullptr); });
   CHECK(still_waiting(later));  // no new task while one waits to be alone
   share.leave(first.value());
   auto alone_seat = alone.get();  // the device emptied: the alone task goes first
@@ -74,11 +79,11 @@ TEST_CASE("device share: alone waits for the device to empty and keeps new tasks
 TEST_CASE("device share: a stop request ends every wait with a Status") {
   DeviceShare share(1);
   std::atomic<int> stop{0};
-  auto first = share.take(false, &stop);
+  auto first = share.take(false, 0, &stop);
   REQUIRE(first);
-  auto alone = std::async(std::launch::async, [&] { return share.take(true, &stop); });
+  auto alone = std::async(std::launch::async, [&] { return share.take(true, 0, &stop); });
   until_reserved(share, 0);
-  auto later = std::async(std::launch::async, [&] { return share.take(false, &stop); });
+  auto later = std::async(std::launch::async, [&] { return share.take(false, 0, &stop); });
   CHECK(still_waiting(alone));
   CHECK(still_waiting(later));
   stop.store(SIGTERM);
@@ -92,7 +97,86 @@ TEST_CASE("device share: a stop request ends every wait with a Status") {
   share.leave(first.value());
   CHECK_FALSE(share.reserved(0));
   stop.store(0);
-  auto again = share.take(true, &stop);  // the abandoned reservation left nothing behind
+  auto again = share.take(true, 0, &stop);  // the abandoned reservation left nothing behind
+  REQUIRE(again);
+  share.leave(again.value());
+}
+
+TEST_CASE("device share: a task waits until its memory fits the budget, and an empty device takes any") {
+  DeviceShare share(1, 10);
+  auto big = share.take(false, 25, nullptr);  // over the budget, but the device is empty
+  REQUIRE(big);
+  auto next = std::async(std::launch::async, [&] { return share.take(false, 1, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(next));
+  share.leave(big.value());
+  auto next_seat = next.get();
+  REQUIRE(next_seat);
+  auto fits = share.take(false, 9, nullptr);  // 1 + 9 <= 10
+  REQUIRE(fits);
+  auto over = std::async(std::launch::async, [&] { return share.take(false, 1, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(over));  // 1 + 9 + 1 > 10
+  share.leave(fits.value());
+  auto over_seat = over.get();
+  REQUIRE(over_seat);
+  CHECK(share.shared(over_seat.value()));
+  share.leave(next_seat.value());
+  share.leave(over_seat.value());
+  CHECK(share.queued() == 0);
+}
+
+TEST_CASE("device share: tasks are seated in turn, so a large one is not overtaken by small ones") {
+  DeviceShare share(1, 10);
+  auto first = share.take(false, 6, nullptr);
+  REQUIRE(first);
+  auto large = std::async(std::launch::async, [&] { return share.take(false, 6, nullptr); });
+  until_queued(share, 1);
+  auto small = std::async(std::launch::async, [&] { return share.take(false, 2, nullptr); });
+  until_queued(share, 2);
+  CHECK(still_waiting(small));  // 6 + 2 would fit, but the large task asked first
+  CHECK(still_waiting(large));
+  share.leave(first.value());
+  auto large_seat = large.get();
+  REQUIRE(large_seat);
+  auto small_seat = small.get();  // 6 + 2 fit
+  REQUIRE(small_seat);
+  share.leave(large_seat.value());
+  share.leave(small_seat.value());
+}
+
+TEST_CASE("device share: without a budget, or without an estimate, tasks are admitted by count") {
+  DeviceShare counted(1);
+  auto a = counted.take(false, 1ULL << 40, nullptr);
+  auto b = counted.take(false, 1ULL << 40, nullptr);
+  REQUIRE(a);
+  REQUIRE(b);
+  counted.leave(a.value());
+  counted.leave(b.value());
+  DeviceShare budgeted(1, 10);
+  auto c = budgeted.take(false, 10, nullptr);
+  auto unknown = budgeted.take(false, 0, nullptr);
+  REQUIRE(c);
+  REQUIRE(unknown);
+  budgeted.leave(c.value());
+  budgeted.leave(unknown.value());
+}
+
+TEST_CASE("device share: a stop request ends a wait for memory, and its turn is given up") {
+  DeviceShare share(1, 10);
+  std::atomic<int> stop{0};
+  auto first = share.take(false, 8, &stop);
+  REQUIRE(first);
+  auto waiting = std::async(std::launch::async, [&] { return share.take(false, 8, &stop); });
+  until_queued(share, 1);
+  stop.store(SIGTERM);
+  auto seat = waiting.get();
+  CHECK_FALSE(seat);
+  if (seat) share.leave(seat.value());
+  CHECK(share.queued() == 0);
+  stop.store(0);
+  share.leave(first.value());
+  auto again = share.take(false, 8, &stop);  // the abandoned turn left nothing behind
   REQUIRE(again);
   share.leave(again.value());
 }

@@ -56,6 +56,7 @@ struct HarnessReport {
   // output files took: for people sizing a run, never for a verdict. Phases are known ones.
   std::vector<std::pair<std::string, double>> phase_seconds;
   double write_seconds = 0;
+  std::uint64_t peak_bytes = 0;  // torch's peak device memory in the job (0 on the CPU)
 };
 
 // Parses and validates a report: every field present with its type, `phase` one of the

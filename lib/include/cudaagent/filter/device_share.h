@@ -1,13 +1,17 @@
 // Which device a filter task runs on, and whether it has that device to itself. Tasks spread over
-// the devices, least busy first. A task may ask for a device alone (a second run after it ran out
-// of GPU memory or disk beside other tasks): it waits until the tasks there have ended, and no new
-// task starts there while it waits or runs. Thread-safe; every wait ends within 0.2 s of a stop
-// request.
+// the devices, least busy first, in the order they asked. With a memory budget, a task whose
+// estimated device memory would take a device past it waits until enough of it is free there
+// (on an empty device every task may start). A task may ask for a device alone (a second run
+// after it ran out of GPU memory or disk beside other tasks): it waits until the tasks there
+// have ended, and no new task starts there while it waits or runs. Thread-safe; every wait ends
+// within 0.2 s of a stop request.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -18,7 +22,8 @@ namespace cudaagent {
 
 class DeviceShare {
  public:
-  explicit DeviceShare(std::size_t devices);
+  // `memory_budget` bytes per device; 0: tasks are admitted by count alone.
+  explicit DeviceShare(std::size_t devices, std::uint64_t memory_budget = 0);
 
   // A task's place on a device, from take() to leave().
   struct Seat {
@@ -26,31 +31,44 @@ class DeviceShare {
     std::size_t id = 0;
   };
 
-  // A seat on the least busy device that no task waits to have alone (blocking while every device
-  // is reserved so), or with `alone`, the least busy device once it is empty. A Status when
-  // `stop` (may be null) became non-zero during the wait.
-  Result<Seat> take(bool alone, const std::atomic<int>* stop);
+  // A seat on the least busy device that no task waits to have alone and where `bytes` (the
+  // task's estimated device memory; 0 when unknown) fit the budget, blocking until there is one
+  // and no earlier task still waits; or with `alone`, the least busy device once it is empty. A
+  // Status when `stop` (may be null) became non-zero during the wait.
+  Result<Seat> take(bool alone, std::uint64_t bytes, const std::atomic<int>* stop);
   void leave(const Seat& seat);
   // Whether another task held a seat on the same device at any time since this one was taken.
   bool shared(const Seat& seat) const;
   // Whether a task waits for `device` alone or runs there alone: no new task is let in.
   bool reserved(std::size_t device) const;
+  // How many tasks wait for a seat (not counting those waiting to be alone).
+  std::size_t queued() const;
 
  private:
   struct Device {
     int busy = 0;
+    std::uint64_t bytes = 0;  // the estimates of the tasks seated there
     int alone_waiting = 0;
     bool alone_running = false;
   };
   struct Taken {
     std::size_t device = 0;
+    std::uint64_t bytes = 0;
     bool alone = false;
     bool shared = false;
   };
+  Result<Seat> take_alone(std::unique_lock<std::mutex>& lock, const std::atomic<int>* stop);
+  Result<Seat> take_in_turn(std::unique_lock<std::mutex>& lock, std::uint64_t bytes,
+                            const std::atomic<int>* stop);
+  Seat seat_on(std::size_t device, std::uint64_t bytes, bool alone);
+
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Device> devices_;
+  std::uint64_t memory_budget_ = 0;
   std::map<std::size_t, Taken> seats_;
+  std::deque<std::size_t> turns_;  // tickets of the tasks waiting for a seat, oldest first
+  std::size_t next_ticket_ = 0;
   std::size_t next_id_ = 0;
 };
 

@@ -39,6 +39,10 @@ struct FilterSettings {
   // RLIMIT_AS of each harness job on the CPU device (never with CUDA: the driver reserves
   // address space of about twice the GPU memory). 0: none.
   std::uint64_t memory_limit_bytes = std::uint64_t{16} << 30;
+  // The share of a GPU's memory that the tasks running on it may take together, by their
+  // estimates (task_memory_estimate): a task that would go past it waits. 0: tasks are admitted by
+  // --jobs alone. Only with CUDA, where discovery says how much memory the GPU has.
+  double device_memory_fraction = 0.8;
   std::string python;            // interpreter; empty: the first python3 that imports torch
   std::string cache_dir;         // torch discovery and the timing-slot locks
   std::string scratch_dir = "/tmp";  // the workers' directories are created (0700) and removed here
@@ -58,8 +62,10 @@ struct FilterSettings {
 // Bump when a rule, the harness protocol or the record changes, so stored results of older rules
 // are not reused.
 // 4: scaled tolerance; 5: one job, compile timed; 6: memory and disk failures beside other tasks
-// retried with the device alone, "disk" reason, cached memory released during torch.compile
-inline constexpr std::string_view kFilterRulesVersion = "filter-6";
+// retried with the device alone, "disk" reason, cached memory released during torch.compile;
+// 7: the slot given back at "timed", tasks admitted by estimated memory, filter.memory and the
+// job's seconds by phase in the record
+inline constexpr std::string_view kFilterRulesVersion = "filter-7";
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):
@@ -86,7 +92,8 @@ class TaskFilter {
   // so there are as many workers as tasks ever ran at once; they live as long as this object),
   // and that device's timing slot (an exclusive flock on <cache_dir>/locks/<device>.lock, so
   // other filter runs on the machine wait too) for its timing job.
-  FilterOutcome run(const std::string& model_py) const;
+  // `memory_bytes`: the task's estimated device memory (task_memory_estimate; 0 when unknown).
+  FilterOutcome run(const std::string& model_py, std::uint64_t memory_bytes = 0) const;
 
   // The content key of a task's result: a SHA-256 over the rules version, the source, every
   // setting that can change the result, the torch and Python versions, the device and the GPU's

@@ -3,6 +3,7 @@
 // interpreter by running it, then cached on disk keyed by the interpreter and torch files' identity.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct TorchEnv {
   bool cuda_available = false;
   std::string gpu_name;   // device 0, when cuda_available
   std::string gpu_arch;   // "90" for sm_90, when cuda_available
+  std::uint64_t gpu_memory_bytes = 0;  // device 0's memory, when cuda_available (else 0)
   std::string json;       // the raw discovery record, as cached
 };
 
