@@ -15,8 +15,8 @@
 #include "cudaagent/base/version.h"
 #include "cudaagent/records/stage_end.h"
 
-// Declared only: CLI11 is a header library that costs seconds to compile, so only the files that
-// add flags include it; every other file that sees these declarations does not.
+// Declared only: the files that add flags include CLI11 (a header library); the files that only
+// pass an app along, the programs' mains among them, need nothing but its name.
 namespace CLI {
 class App;
 }  // namespace CLI
