@@ -275,26 +275,31 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   const auto ended = [&](ProcessResult result, bool checked) -> Result<TaskJob> {
     return TaskJob{read_report(std::move(result), out_dir), checked};
   };
+  // Waits, within the limit counted from `start`, for the job's line `expected`: nullopt when it
+  // came, else how the job ended (on its own, or killed at the limit). Other lines are dropped.
+  using Awaited = std::optional<ProcessResult>;
+  const auto await_line = [&](std::string_view expected,
+                              SteadyClock::time_point start) -> Result<Awaited> {
+    for (;;) {
+      const double remaining = limit - since(start);
+      if (remaining <= 0) return Awaited(timed_out());
+      auto message = session.receive(remaining);
+      if (!message) return message.status();
+      if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
+        return Awaited(std::move(message.value().result));
+      }
+      if (message.value().kind == HarnessSession::Message::Kind::kLine &&
+          message.value().text == expected) {
+        return Awaited();
+      }
+    }
+  };
   // 1. The checks: until "checked", or the job's end (a task that fails, crashes or hangs).
   auto phase = SteadyClock::now();
-  while (true) {
-    const double remaining = limit - since(phase);
-    if (remaining <= 0) {
-      seconds.check = since(phase);
-      return ended(timed_out(), false);
-    }
-    auto message = session.receive(remaining);
-    if (!message) return message.status();
-    if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
-      seconds.check = since(phase);
-      return ended(std::move(message.value().result), false);
-    }
-    if (message.value().kind == HarnessSession::Message::Kind::kLine &&
-        message.value().text == "checked") {
-      break;
-    }
-  }
+  auto checked = await_line("checked", phase);
   seconds.check = since(phase);
+  if (!checked) return checked.status();
+  if (checked.value()) return ended(std::move(*checked.value()), false);
   const auto after_check = SteadyClock::now();
   // 2. The trusted side judges the check's files; a task rejected there is not timed.
   std::string text;
@@ -338,22 +343,9 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   // The slot is held until the job says "timed" (its timed calls are over) or ends: what it does
   // after its last timed call (freeing gigabytes of device memory, ending its CUDA context) needs
   // the device to itself no more than its checks did.
-  std::optional<ProcessResult> result;
-  while (!result) {
-    const double remaining = limit - since(phase);
-    if (remaining <= 0) {
-      result = timed_out();
-      break;
-    }
-    auto message = session.receive(remaining);
-    if (!message) return message.status();
-    if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
-      result = std::move(message.value().result);
-    } else if (message.value().kind == HarnessSession::Message::Kind::kLine &&
-               message.value().text == "timed") {
-      break;
-    }
-  }
+  auto timed = await_line("timed", phase);
+  if (!timed) return timed.status();
+  Awaited result = std::move(timed).value();
   seconds.slot = since(phase);
   machine_slot.reset();
   slot.unlock();
@@ -536,7 +528,8 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py, std::uint64
 // The task's job: the checks, the trusted reading of their files, then the timing, returning
 // through infra() when the machinery fails: kept in one function so that the order reads top to
 // bottom.
-FilterOutcome TaskFilter::State::filter_once(const std::string& model_py, std::uint64_t memory_bytes,
+FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
+                                             std::uint64_t memory_bytes,
                                              const std::string& retried_because,
                                              std::string& shared_failure) {
   const auto started = SteadyClock::now();
