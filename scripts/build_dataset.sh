@@ -290,13 +290,14 @@ report() {
        else "build_dataset: projected: about \($to_filter) more tasks to filter, \($to_filter * $spt / 3600 | r3) h wall (\($to_filter * $spt * ([$last.gpus, 1] | max) / 3600 | r3) GPU-hours) at this rate"
             + (if $to_filter > $s.dedup.candidates - $done then "; but only \($s.dedup.candidates - $done) candidates are left: prepare a longer stream (--count)" else "" end)
        end)'
-  # Where the tasks' seconds and device memory went (records of filter-7 on), for sizing parts.
+  # Where the tasks' seconds and device memory went (records of filter-7 on; seat_wait from
+  # filter-8), for sizing parts.
   jq -rn --slurpfile r <(jq -c 'select(.filter.seconds.phases != null) | .filter' "$state/results.jsonl") '
     def mean: if length == 0 then null else add / length | . * 100 | round / 100 end;
     def median: if length == 0 then null else sort | .[length / 2 | floor] end;
     if ($r | length) == 0 then empty else
       ($r | map(.seconds)) as $s
-      | "build_dataset: seconds per task (means over \($r | length)): checks \($s | map(.check) | mean) (torch.compile \($s | map(.compile // 0) | mean), writing outputs \($s | map(.write) | mean)), judging \($s | map(.judge) | mean), slot \($s | map(.slot) | mean), slot wait \($s | map(.slot_wait) | mean); job phases: \([$s[].phases | to_entries[]] | group_by(.key) | map("\(.[0].key) \(map(.value) | add / ($r | length) | . * 100 | round / 100)") | join(", "))",
+      | "build_dataset: seconds per task (means over \($r | length)): waiting for a seat \($s | map(select(.seat_wait != null) | .seat_wait) | mean // "-"), checks \($s | map(.check) | mean) (torch.compile \($s | map(.compile // 0) | mean)), slot \($s | map(.slot) | mean), slot wait \($s | map(.slot_wait) | mean); job phases: \([$s[].phases | to_entries[]] | group_by(.key) | map("\(.[0].key) \(map(.value) | add / ($r | length) | . * 100 | round / 100)") | join(", "))",
         "build_dataset: device memory peak / estimate, median over \($r | map(select(.memory.estimate_bytes > 0 and .memory.peak_bytes > 0)) | length) tasks: \($r | map(select(.memory.estimate_bytes > 0 and .memory.peak_bytes > 0) | .memory.peak_bytes / .memory.estimate_bytes) | median | if . == null then "-" else . * 100 | round / 100 end)"
     end'
 }

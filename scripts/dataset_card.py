@@ -156,8 +156,7 @@ def main():
                         "check_job_s": quantiles(seconds("check", filters)),
                         "timing_job_s": quantiles(seconds("time", filters)),
                         "task_total_s": quantiles(seconds("total", filters)),
-                        "judge_s": quantiles(seconds("judge", filters)),
-                        "write_s": quantiles(seconds("write", filters)),
+                        "seat_wait_s": quantiles(seconds("seat_wait", filters)),
                         "phases_mean_s": phase_means(filters)},
         "depth": depth,
         "families": {"tasks_using": families_per_task, "operator_uses": family_uses},
@@ -258,12 +257,12 @@ def markdown(c):
                    ["part", "started", "s", "filtered", "from store", "errors", "jobs", "device", "stopped"]))
     s.append("\nPer task (seconds): checks (build, eager, torch.compile) %s; after them (timing, the slot's wait left out) %s; whole task %s.\n"
              % (quant_line(ft["check_job_s"]), quant_line(ft["timing_job_s"]), quant_line(ft["task_total_s"])))
-    if ft.get("judge_s", {}).get("n"):
-        s.append("Judging the check's output files here %s; writing them in the task's job %s.\n"
-                 % (quant_line(ft["judge_s"]), quant_line(ft["write_s"]) if ft.get("write_s") else "-"))
+    if ft.get("seat_wait_s", {}).get("n"):
+        s.append("Waiting for a place on the device (its memory, or --jobs) before the checks %s.\n"
+                 % quant_line(ft["seat_wait_s"]))
     if ft.get("phases_mean_s"):
         pm = ft["phases_mean_s"]
-        s.append("Mean seconds by phase of the task's job (%d tasks; checked = waiting for the judging and the slot): %s.\n"
+        s.append("Mean seconds by phase of the task's job (%d tasks; judge = checking the outputs on their device, checked = waiting for the slot): %s.\n"
                  % (pm["tasks"], ", ".join("%s %s" % (p, fmt(v)) for p, v in pm["mean_s"].items())))
     s.append("\n## Depth and operators\n\n")
     s.append(table([[d, n] for d, n in sorted(c["depth"].items(), key=lambda kv: int(kv[0]))], ["operators in the chain", "tasks"]))

@@ -1,7 +1,5 @@
-// The filter's rules. Outputs are scanned once per tensor with a loop per dtype (a template, as
-// in the comparator) for non-finite, all-zero and constant values; comparisons between runs use
-// the verifier's comparator, so "deterministic" and "depends on its inputs" mean exactly what
-// verification will later be able to tell apart.
+// The filter's rules: how a job ended, what its report may say (validated and bounded, its
+// findings about the outputs included) and the eager window.
 #include "cudaagent/filter/checks.h"
 
 #include <simdjson.h>
@@ -9,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
-#include <cstring>
+#include <cstdio>
 #include <numeric>
+
+#include "cudaagent/candidate/tensor_file.h"  // quote_for_message
 
 namespace cudaagent {
 namespace {
@@ -28,8 +28,8 @@ std::string cut(std::string_view text, std::size_t limit = kTextLimit) {
 
 bool known_phase(std::string_view phase) {
   for (std::string_view name : {"start", "torch", "load", "interface", "init", "inputs", "forward",
-                                "compile", "checked", "warmup", "timing", "compile_warmup",
-                                "compile_timing"}) {
+                                "judge", "compile", "checked", "warmup", "timing",
+                                "compile_warmup", "compile_timing"}) {
     if (phase == name) return true;
   }
   return false;
@@ -39,6 +39,7 @@ bool known_phase(std::string_view phase) {
 std::string check_for_phase(std::string_view phase) {
   if (phase == "forward" || phase == "warmup" || phase == "timing") return "eager";
   if (phase == "compile_warmup" || phase == "compile_timing") return "compile";
+  if (phase == "judge") return "output";  // judging what a call returned failed
   return std::string(phase);
 }
 
@@ -55,175 +56,17 @@ bool is_disk_full(std::string_view message) {
          message.find("[Errno 28]") != std::string_view::npos;
 }
 
-std::string stderr_tail(const std::string& err) {
-  std::string text = err;
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const auto cut_at = text.rfind('\n');
-  return cut(cut_at == std::string::npos ? text : text.substr(cut_at + 1), 300);
-}
-
-// --- scanning tensors -------------------------------------------------------------------------
-
-struct TensorScan {
-  std::uint64_t nan = 0;
-  std::uint64_t inf = 0;
-  bool all_zero = true;
-  bool constant = true;
-  double first = 0;  // the constant's value, for the detail
-};
-
-template <class T>
-T load(const std::byte* base, std::uint64_t index) {
-  T value;
-  std::memcpy(&value, base + index * sizeof(T), sizeof(T));
-  return value;
-}
-
-template <class Decode>
-TensorScan scan_values(const std::byte* p, std::uint64_t n, Decode decode) {
-  TensorScan scan;
-  if (n == 0) return scan;
-  const double first = decode(p, 0);
-  scan.first = first;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const double v = decode(p, i);
-    if (std::isnan(v)) {
-      ++scan.nan;
-    } else if (std::isinf(v)) {
-      ++scan.inf;
-    }
-    if (v != 0.0) scan.all_zero = false;
-    // Bitwise-minded equality: NaN never equals, so a tensor with a NaN is not "constant" here
-    // (non_finite reports it).
-    if (v != first) scan.constant = false;
-  }
-  return scan;
-}
-
-TensorScan scan_tensor(const TensorTree& t) {
-  const std::byte* p = t.data.get();
-  const std::uint64_t n = t.numel();
-  switch (t.dtype) {
-    case DType::kFloat32:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<float>(b, i));
-      });
-    case DType::kFloat64:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) { return load<double>(b, i); });
-    case DType::kFloat16:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return float16_to_double(load<std::uint16_t>(b, i));
-      });
-    case DType::kBFloat16:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return bfloat16_to_double(load<std::uint16_t>(b, i));
-      });
-    case DType::kInt8:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<std::int8_t>(b, i));
-      });
-    case DType::kInt16:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<std::int16_t>(b, i));
-      });
-    case DType::kInt32:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<std::int32_t>(b, i));
-      });
-    case DType::kInt64:
-      // Through double: two int64 values that differ only beyond 2^53 count as equal, which
-      // only matters for a "constant" verdict on such values.
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<std::int64_t>(b, i));
-      });
-    case DType::kUInt8:
-    case DType::kBool:
-      return scan_values(p, n, [](const std::byte* b, std::uint64_t i) {
-        return static_cast<double>(load<std::uint8_t>(b, i));
-      });
-  }
-  return {};
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 std::string number_text(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.6g", value);
   return buffer;
 }
 
-// Calls visit(path, tensor) for every tensor, and other(path, description) for every value
-// that is neither a tensor nor a container.
-template <class Visit, class Other>
-void walk(const TensorTree& tree, const std::string& path, Visit&& visit, Other&& other) {
-  switch (tree.kind) {
-    case ValueKind::kTensor:
-      visit(path, tree);
-      return;
-    case ValueKind::kTuple:
-    case ValueKind::kList:
-      for (std::size_t i = 0; i < tree.items.size(); ++i) {
-        walk(tree.items[i], path + "[" + std::to_string(i) + "]", visit, other);
-      }
-      return;
-    case ValueKind::kDict:
-      for (std::size_t i = 0; i < tree.items.size(); ++i) {
-        std::string item_path = path;
-        append_path_key(item_path, tree.keys[i]);
-        walk(tree.items[i], item_path, visit, other);
-      }
-      return;
-    case ValueKind::kOther:
-      other(path, "a " + quote_for_message(tree.python_type));
-      return;
-    default:
-      other(path, "a Python " + std::string(kind_name(tree.kind)));
-      return;
-  }
-}
-
-// Reasons from one draw's output; `draw` names it in details ("" for the first).
-void scan_output(const TensorTree& output, std::string_view draw, std::vector<FilterReason>& reasons,
-                 bool& has_tensor) {
-  const std::string suffix = draw.empty() ? "" : " (" + std::string(draw) + ")";
-  const auto add = [&](const char* check, std::string detail) {
-    // One reason per check: the first tensor that shows it.
-    for (const auto& reason : reasons) {
-      if (reason.check == check) return;
-    }
-    reasons.push_back({check, std::move(detail) + suffix});
-  };
-  walk(
-      output, "output",
-      [&](const std::string& path, const TensorTree& t) {
-        has_tensor = true;
-        if (t.numel() == 0) return;
-        const TensorScan scan = scan_tensor(t);
-        const std::string what = path + " " + std::string(dtype_name(t.dtype)) + shape_text(t.shape);
-        if (scan.nan + scan.inf > 0) {
-          add("non_finite", what + " has " + std::to_string(scan.nan) + " NaN and " +
-                                std::to_string(scan.inf) + " infinite values of " +
-                                std::to_string(t.numel()));
-        } else if (scan.all_zero) {
-          add("all_zero", what + " is all zeros");
-        } else if (scan.constant && t.numel() > 1) {
-          add("constant", what + " is constant (every element " + number_text(scan.first) + ")");
-        }
-      },
-      [&](const std::string& path, const std::string& description) {
-        add("output", path + " is " + description + ", not a tensor");
-      });
-}
-
-std::string tolerance_text(const CompareOptions& tolerance) {
-  return "atol=" + number_text(tolerance.atol) + ", rtol=" + number_text(tolerance.rtol);
+std::string stderr_tail(const std::string& err) {
+  std::string text = err;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const auto cut_at = text.rfind('\n');
+  return cut(cut_at == std::string::npos ? text : text.substr(cut_at + 1), 300);
 }
 
 }  // namespace
@@ -255,16 +98,12 @@ Status read_samples(simdjson::dom::object& object, const char* key, std::vector<
   return Status::ok();
 }
 
-// "phase_seconds" ({known phase: seconds}), "write_seconds" and "peak_bytes"; each may be absent
-// (a report of an older harness), none is ever trusted for more than a number to show.
+// "phase_seconds" ({known phase: seconds}) and "peak_bytes"; each may be absent (a report of an
+// older harness), none is ever trusted for more than a number to show.
 Status read_phase_seconds(simdjson::dom::object& object, HarnessReport& report) {
   constexpr std::size_t kMaxPhases = 32;  // a dozen phases; a key repeated past that is garbage
   const auto usable = [](double seconds) { return std::isfinite(seconds) && seconds >= 0; };
   simdjson::dom::element element;
-  if (!object["write_seconds"].get(element) &&
-      (element.get_double().get(report.write_seconds) || !usable(report.write_seconds))) {
-    return Status::error("report.json: 'write_seconds' is not a number of seconds");
-  }
   std::int64_t peak = 0;
   if (!object["peak_bytes"].get(element) && (element.get_int64().get(peak) || peak < 0)) {
     return Status::error("report.json: 'peak_bytes' is not a byte count");
@@ -281,6 +120,53 @@ Status read_phase_seconds(simdjson::dom::object& object, HarnessReport& report) 
     }
     report.phase_seconds.emplace_back(std::string(key), seconds);
   }
+  return Status::ok();
+}
+
+bool known_finding(std::string_view check) {
+  for (std::string_view name : {"output", "non_finite", "all_zero", "constant", "determinism",
+                                "input_dependence"}) {
+    if (check == name) return true;
+  }
+  return false;
+}
+
+// "outputs": null, or {determinism, findings: [{check, detail}], compile_differs: null or a
+// string}. Bounded: a dozen findings at most (one per check and draw), details cut.
+Status read_outputs(simdjson::dom::element element, HarnessReport& report) {
+  constexpr std::size_t kMaxFindings = 16;
+  if (element.is_null()) return Status::ok();
+  const Status wrong = Status::error(
+      "report.json: 'outputs' is not {determinism, findings: [{check, detail}], compile_differs}");
+  simdjson::dom::object object;
+  std::string_view determinism;
+  simdjson::dom::array findings;
+  simdjson::dom::element differs;
+  if (element.get_object().get(object) || object["determinism"].get_string().get(determinism) ||
+      object["findings"].get_array().get(findings) || object["compile_differs"].get(differs)) {
+    return wrong;
+  }
+  if (determinism != "" && determinism != "bitwise" && determinism != "within tolerance" &&
+      determinism != "no") {
+    return Status::error("report.json: unknown determinism " + quote_for_message(determinism));
+  }
+  HarnessReport::Outputs outputs;
+  outputs.determinism = std::string(determinism);
+  for (auto finding : findings) {
+    std::string_view check, detail;
+    if (finding["check"].get_string().get(check) || finding["detail"].get_string().get(detail)) return wrong;
+    if (!known_finding(check)) {
+      return Status::error("report.json: unknown finding " + quote_for_message(check));
+    }
+    if (outputs.findings.size() == kMaxFindings) return Status::error("report.json: too many findings");
+    outputs.findings.push_back({std::string(check), cut(detail)});
+  }
+  if (!differs.is_null()) {
+    std::string_view why;
+    if (differs.get_string().get(why)) return wrong;
+    outputs.compile_differs = cut(why);
+  }
+  report.outputs = std::move(outputs);
   return Status::ok();
 }
 
@@ -347,6 +233,8 @@ Result<HarnessReport> parse_harness_report(std::string_view json) {
     parsed.error = cut(error);
     report.compile = parsed;
   }
+  if (object["outputs"].get(element)) return Status::error("report.json: 'outputs' is missing");
+  if (Status read = read_outputs(element, report); !read) return read;
   if (object["warmup_calls"].get_int64().get(report.warmup_calls) ||
       object["warmup_max_ms"].get_double().get(report.warmup_max_ms) ||
       !std::isfinite(report.warmup_max_ms)) {
@@ -412,47 +300,33 @@ RunJudgement judge_run(const ProcessResult& process, const std::optional<Harness
                              (tail.empty() ? "" : ": " + tail));
 }
 
-OutputJudgement judge_outputs(const TensorTree& a1, const TensorTree& a2, const TensorTree& b,
-                              std::optional<bool> inputs_equal, const CompareOptions& tolerance) {
-  OutputJudgement judgement;
-  bool has_tensor = false, ignored = false;
-  scan_output(a1, "", judgement.reasons, has_tensor);
-  scan_output(b, "second input draw", judgement.reasons, ignored);
-  if (!has_tensor) judgement.reasons.push_back({"output", "the output holds no tensor"});
-  for (const auto& reason : judgement.reasons) {
-    if (reason.check == "output") return judgement;  // nothing below is meaningful
+void judge_reported_outputs(const HarnessReport& report, bool judge_compile,
+                            std::vector<FilterReason>& reasons, std::string& determinism,
+                            std::string& compile_text) {
+  if (!report.outputs) {
+    reasons.push_back({"output", "the task's job ended its calls without judging their outputs"});
+    return;
   }
-  CompareOptions options = tolerance;
-  options.reject_degenerate = false;
-  if (tensors_bytes_equal(a1, a2)) {
-    judgement.determinism = "bitwise";
-  } else if (const CompareResult same = compare_outputs(a1, a2, options); same.match) {
-    judgement.determinism = "within tolerance";
+  determinism = report.outputs->determinism;
+  reasons.insert(reasons.end(), report.outputs->findings.begin(), report.outputs->findings.end());
+  if (!judge_compile || !report.outputs->findings.empty()) return;  // compile not run: eager failed
+  if (!report.has_compile) {
+    compile_text = "skipped: torch " + report.torch + " has no torch.compile";
+  } else if (!report.compile) {
+    compile_text = "failed: the harness reported no compile result";
+    reasons.push_back({"compile", "the harness reported no compile result"});
+  } else if (!report.compile->ok) {
+    compile_text = "failed: " + report.compile->error;
+    reasons.push_back({"compile", report.compile->error});
+  } else if (!report.outputs->compile_differs) {
+    compile_text = "failed: the harness did not compare torch.compile's output with eager's";
+    reasons.push_back({"compile", "the harness did not compare torch.compile's output with eager's"});
+  } else if (!report.outputs->compile_differs->empty()) {
+    compile_text = "failed: " + *report.outputs->compile_differs;
+    reasons.push_back({"compile", *report.outputs->compile_differs});
   } else {
-    judgement.determinism = "no";
-    judgement.reasons.push_back({"determinism", "two runs on the same inputs differ beyond " +
-                                                    tolerance_text(tolerance) + ": " + same.reason});
+    compile_text = "ok";
   }
-  // Different draws differ at nearly every element of an honest task: the first one decides.
-  CompareOptions any_difference = options;
-  any_difference.stop_at_first_mismatch = true;
-  if (const CompareResult across = compare_outputs(a1, b, any_difference); across.match) {
-    std::string detail = "the outputs for two different input draws match within " +
-                         tolerance_text(tolerance);
-    if (inputs_equal.value_or(false)) detail += " (get_inputs returned the same inputs for both seeds)";
-    judgement.reasons.push_back({"input_dependence", detail});
-  }
-  return judgement;
-}
-
-std::string compare_compiled(const TensorTree& eager, const TensorTree& compiled,
-                             const CompareOptions& tolerance) {
-  CompareOptions options = tolerance;
-  options.reject_degenerate = false;
-  const CompareResult result = compare_outputs(eager, compiled, options);
-  if (result.match) return {};
-  return "torch.compile's output differs from eager beyond " + tolerance_text(tolerance) + ": " +
-         result.reason;
 }
 
 Result<EagerStats> eager_stats(const std::vector<double>& samples_ms) {

@@ -66,6 +66,13 @@ struct JobSeconds {
   double check = 0, slot_wait = 0, slot = 0, after_check = 0;
 };
 
+// A number as text that reads back as the same double (flags for the job, the store's key).
+std::string exact_text(double number) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", number);
+  return text;
+}
+
 
 }  // namespace
 
@@ -223,7 +230,8 @@ HarnessJob TaskFilter::State::make_job(const std::string& task_dir, const std::s
   job.args = {"--await-go", "--task", task_dir + "/model.py", "--out", out_dir, "--device",
               settings.device, "--seed", std::to_string(settings.seed), "--runs",
               std::to_string(settings.timing_runs), "--slow-ms",
-              std::to_string(settings.window_high_ms * 3)};
+              std::to_string(settings.window_high_ms * 3), "--atol", exact_text(settings.tolerance.atol),
+              "--rtol", exact_text(settings.tolerance.rtol)};
   if (settings.compile) job.args.emplace_back("--compile");
   job.working_dir = out_dir;
   job.timeout_seconds = settings.timeout_seconds;
@@ -389,51 +397,6 @@ Result<JobDirs> make_job_dirs(const FilterSettings& settings, const FilterWorker
   return job;
 }
 
-// The check job's output files, read on the trusted side: eager's two runs and the re-seeded run
-// (determinism and sensitivity to the inputs), then torch.compile's output against eager's.
-void judge_check_files(const std::string& check_dir, const HarnessReport& report,
-                       const CompareOptions& tolerance, bool judge_compile,
-                       std::vector<FilterReason>& reasons, std::string& determinism,
-                       std::string& compile_text) {
-  TensorTree a1, a2, b;
-  std::string unreadable;
-  for (auto [name, tree] : {std::pair{"out_a1", &a1}, {"out_a2", &a2}, {"out_b", &b}}) {
-    auto read = read_tensor_file(check_dir + "/" + name + ".bin");
-    if (!read) {
-      unreadable = read.status().message();
-      break;
-    }
-    *tree = std::move(read).value();
-  }
-  if (!unreadable.empty()) {
-    reasons.push_back({"output", "an output file is unusable: " + unreadable});
-  } else {
-    OutputJudgement outputs = judge_outputs(a1, a2, b, report.inputs_equal, tolerance);
-    determinism = outputs.determinism;
-    reasons.insert(reasons.end(), outputs.reasons.begin(), outputs.reasons.end());
-    if (judge_compile) {
-      if (!report.has_compile) {
-        compile_text = "skipped: torch " + report.torch + " has no torch.compile";
-      } else if (!report.compile) {
-        compile_text = "failed: the harness reported no compile result";
-        reasons.push_back({"compile", "the harness reported no compile result"});
-      } else if (!report.compile->ok) {
-        compile_text = "failed: " + report.compile->error;
-        reasons.push_back({"compile", report.compile->error});
-      } else if (auto compiled = read_tensor_file(check_dir + "/out_compile.bin"); !compiled) {
-        compile_text = "failed: " + compiled.status().message();
-        reasons.push_back({"compile", compiled.status().message()});
-      } else if (std::string differs = compare_compiled(a1, compiled.value(), tolerance);
-                 !differs.empty()) {
-        compile_text = "failed: " + differs;
-        reasons.push_back({"compile", differs});
-      } else {
-        compile_text = "ok";
-      }
-    }
-  }
-}
-
 // The timing job's samples: eager's statistics, and whether they fall in the window.
 std::optional<EagerStats> judge_timing(const FilterSettings& settings, const HarnessReport& report,
                                        std::vector<FilterReason>& reasons) {
@@ -449,11 +412,11 @@ std::optional<EagerStats> judge_timing(const FilterSettings& settings, const Har
 }
 
 struct FilterSeconds {
-  double worker_start, check, judge, time, slot, slot_wait, total;
-  // As the task's process says (never for a verdict): torch.compile's share of the checks, the
-  // output files' writing, and the seconds of each phase.
+  // seat_wait: waiting for a place on the device (its memory or --jobs), before the job.
+  double seat_wait, worker_start, check, time, slot, slot_wait, total;
+  // As the task's process says (never for a verdict): torch.compile's share of the checks and
+  // the seconds of each phase.
   std::optional<double> compile;
-  double write = 0;
   std::vector<std::pair<std::string, double>> phases;
 };
 
@@ -502,11 +465,11 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   out.key("memory").begin_object();
   out.field("estimate_bytes", static_cast<std::int64_t>(memory.estimate_bytes));
   out.field("peak_bytes", static_cast<std::int64_t>(memory.peak_bytes)).end_object();
-  out.key("seconds").begin_object().field("worker_start", seconds.worker_start);
-  out.field("check", seconds.check).field("judge", seconds.judge).field("time", seconds.time);
-  out.field("slot", seconds.slot).field("slot_wait", seconds.slot_wait);
+  out.key("seconds").begin_object().field("seat_wait", seconds.seat_wait);
+  out.field("worker_start", seconds.worker_start).field("check", seconds.check);
+  out.field("time", seconds.time).field("slot", seconds.slot).field("slot_wait", seconds.slot_wait);
   if (seconds.compile) out.field("compile", *seconds.compile);
-  out.field("write", seconds.write).key("phases").begin_object();
+  out.key("phases").begin_object();
   for (const auto& [phase, spent] : seconds.phases) out.field(phase, spent);
   out.end_object().field("total", seconds.total).end_object().end_object();
   return json;
@@ -525,7 +488,7 @@ FilterOutcome TaskFilter::State::filter(const std::string& model_py, std::uint64
   return filter_once(model_py, memory_bytes, shared_failure, unused);
 }
 
-// The task's job: the checks, the trusted reading of their files, then the timing, returning
+// The task's job: the checks, the reading of their findings, then the timing, returning
 // through infra() when the machinery fails: kept in one function so that the order reads top to
 // bottom.
 FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
@@ -542,6 +505,7 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
   };
   auto acquired = acquire_worker(!retried_because.empty(), memory_bytes);
   if (!acquired) return infra(acquired.status().message());
+  const double seat_wait_seconds = since(started);
   FilterWorker& worker = *acquired.value();
   struct Release {
     State& state;
@@ -574,16 +538,12 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
   }
   const bool compile_judged = settings.compile && !no_compile;
 
-  // The task's one job: the checks, judged here from their files, then the timing.
+  // The task's one job: the checks and their findings, read here, then the timing.
   const std::string check_dir = out_root + "/check";
   if (!make_out_dir(check_dir, settings.run_as)) return infra("cannot create '" + check_dir + "'");
   JobSeconds seconds;
-  double judge_seconds = 0;
   auto ran = run_task_job(worker, task_dir, check_dir, [&](const HarnessReport& report) {
-    const auto judging = SteadyClock::now();
-    judge_check_files(check_dir, report, settings.tolerance, compile_judged, reasons, determinism,
-                      compile_text);
-    judge_seconds = since(judging);
+    judge_reported_outputs(report, compile_judged, reasons, determinism, compile_text);
     return reasons.empty();
   }, seconds);
   if (!ran) return infra("task job: " + ran.status().message());
@@ -593,7 +553,7 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
 
   if (!ran.value().checked) {
     // Ended before its checks were done. A failure while compiling is a compile failure; eager's
-    // outputs are already written then, and judged.
+    // outputs are already judged then, and their findings count.
     const bool failed_in_compile = judged.end == RunJudgement::End::kRejected && judged.phase == "compile";
     if (failed_in_compile) {
       for (const auto& reason : judged.reasons) {
@@ -602,10 +562,7 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
         compile_text = "failed: " + detail;
         reasons.push_back({"compile", detail});
       }
-      const auto judging = SteadyClock::now();
-      judge_check_files(check_dir, *run.report, settings.tolerance, false, reasons, determinism,
-                        compile_text);
-      judge_seconds = since(judging);
+      judge_reported_outputs(*run.report, false, reasons, determinism, compile_text);
     } else if (judged.end == RunJudgement::End::kCompleted) {
       return infra("the task job ended without its checks: " + run.report_problem);
     } else {
@@ -623,12 +580,11 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
   if (retried_because.empty() && failed_for_shared_resources(reasons) && share->shared(worker.seat)) {
     shared_failure = reasons_json(reasons);
   }
-  FilterSeconds spent{worker_start_seconds, seconds.check, judge_seconds, seconds.after_check,
-                      seconds.slot, seconds.slot_wait, since(started), std::nullopt, 0.0, {}};
+  FilterSeconds spent{seat_wait_seconds, worker_start_seconds, seconds.check, seconds.after_check,
+                      seconds.slot, seconds.slot_wait, since(started), std::nullopt, {}};
   // For people sizing a filter run (its CPU time is mostly torch.compile); never a verdict.
   if (run.report) {
     if (run.report->compile) spent.compile = run.report->compile->seconds;
-    spent.write = run.report->write_seconds;
     spent.phases = run.report->phase_seconds;
   }
   const FilterMemory memory{memory_bytes, run.report ? run.report->peak_bytes : 0};
@@ -696,9 +652,7 @@ std::string TaskFilter::job_key(const std::string& model_py) const {
   hash.add_part(torch.torch_version).add_part(torch.python_version);
   for (double number : {s.window_low_ms, s.window_high_ms, s.tolerance.atol, s.tolerance.rtol,
                         s.timeout_seconds}) {
-    char text[40];
-    std::snprintf(text, sizeof text, "%.17g", number);
-    hash.add_part(text);
+    hash.add_part(exact_text(number));
   }
   hash.add_part(std::to_string(s.seed)).add_part(s.compile ? "compile" : "no-compile");
   hash.add_part(std::to_string(s.timing_runs));

@@ -59,7 +59,7 @@ std::uint64_t task_memory_estimate(simdjson::dom::element task) {
   }
   const auto output_bytes = tensor_bytes(output, *size);
   if (!output_bytes) return 0;
-  return 3 * input_bytes + *output_bytes + static_cast<std::uint64_t>(traffic) / 2;
+  return 2 * input_bytes + 2 * *output_bytes + static_cast<std::uint64_t>(traffic) / 2;
 }
 
 }  // namespace cudaagent

@@ -1,11 +1,12 @@
 """The filter's task process: runs one synthesized task (model.py with Model, get_inputs and
 get_init_inputs) inside the OS sandbox, as one job that checks the task and then times it.
 
-  checks  builds the model, draws two input sets from fixed seeds, runs eager forward on the first
-          set twice and on the second once, then torch.compile on the first set (when asked and
-          torch has it). Writes out_a1.bin, out_a2.bin, out_b.bin and out_compile.bin in the
-          tensor file format; the trusted C++ side compares them (determinism, input dependence,
-          degenerate outputs, compile against eager) and decides.
+  checks  builds the model, draws an input set from a fixed seed, runs eager forward on it twice,
+          then on a second draw once, then torch.compile on the first set (when asked, torch has
+          it, and eager found nothing wrong). The outputs are judged here, where they are
+          (share/harness/output_judge.py: degenerate values, determinism, input dependence,
+          compile against eager), and the findings go into the report's "outputs"; the C++ side
+          validates them and decides.
   timing  with --await-go (an interactive job), the process then says "checked" and waits. The
           C++ side judges the files meanwhile; for a task that passed, it takes the device's
           timing slot and says "go": warm-up calls, then timed calls of eager forward on the first
@@ -16,9 +17,9 @@ get_init_inputs) inside the OS sandbox, as one job that checks the task and then
           rejected, nothing is timed. The statistics are computed on the C++ side.
 
 The report (report.json in --out) is kept up to date (written whole, then renamed), so a process
-that hangs or dies still says which phase it was in. Task code runs in this process, so the report
-is read as untrusted data: validated, bounded, and never able to make a broken task pass the checks
-that the C++ side makes from the output files. Exit status: 0 done, 3 the task raised (the report
+that hangs or dies still says which phase it was in. Task code runs in this process, so the C++
+side reads the report as untrusted data, validated and bounded. The filter guards the training set
+against broken tasks, not hostile ones (output_judge.py says why its checks run here). Exit status: 0 done, 3 the task raised (the report
 says where), 4 torch could not be imported.
 """
 
@@ -32,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import device_check  # noqa: E402  (our own modules, from the harness directory only)
-import tensor_file  # noqa: E402
+import output_judge  # noqa: E402
 
 MESSAGE_LIMIT = 2000
 
@@ -43,7 +44,7 @@ class Report:
         self.data = {"mode": mode, "phase": "start", "done": False, "error": None,
                      "torch": "", "has_compile": False, "inputs_equal": None, "compile": None,
                      "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [],
-                     "compile_samples_ms": [], "phase_seconds": {}, "write_seconds": 0.0,
+                     "compile_samples_ms": [], "phase_seconds": {}, "outputs": None,
                      "peak_bytes": 0}
         self._phase_started = time.perf_counter()
         self.save()
@@ -155,8 +156,7 @@ def seeded(torch, seed, device, make):
 
 
 def build(torch, report, args):
-    """Loads the task, builds the model and draws the two input sets; returns
-    (model, inputs_a, inputs_b)."""
+    """Loads the task and builds the model; returns (model, draw), draw(seed) an input set."""
     report.phase("load")
     task = load_task(args.task)
     report.phase("interface")
@@ -167,44 +167,56 @@ def build(torch, report, args):
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"Model(...) is a {type(model).__name__}, not a torch.nn.Module")
     model = model.to(args.device)
-    report.phase("inputs")
 
     def draw(seed):
         inputs = seeded(torch, seed, args.device, lambda: as_list(task.get_inputs(), "get_inputs"))
         return to_device(torch, inputs, args.device)
 
-    inputs_a = draw(args.seed + 1)
-    inputs_b = draw(args.seed + 2)
-    return model, inputs_a, inputs_b
+    return model, draw
 
 
-def write_output(torch, report, path, output):
-    """tensor_file.write, its seconds (the copy off the device included) counted apart: for a
-    task with outputs of gigabytes they are a large share of the checks."""
-    started = time.perf_counter()
-    tensor_file.write(torch, path, output)
-    report.data["write_seconds"] += time.perf_counter() - started
+def forward(torch, report, args, model, inputs):
+    """One eager call in the "forward" phase (a failure in it is the task's eager failure); the
+    phase is "judge" after it."""
+    report.phase("forward")
+    with torch.no_grad():
+        output = model(*inputs)
+    synchronize(torch, args.device)
+    report.phase("judge")
+    return output
+
+
+def save_outputs(report, judgement, compile_differs=None):
+    report.data["outputs"] = {"determinism": judgement.determinism,
+                              "findings": [{"check": check, "detail": detail[:MESSAGE_LIMIT]}
+                                           for check, detail in judgement.findings],
+                              "compile_differs": compile_differs}
+    report.save()
 
 
 def check(torch, report, args):
     """The checks; returns (model, inputs_a, compiled) for the timing, compiled None when
-    torch.compile was not asked for, is missing or failed."""
-    model, inputs_a, inputs_b = build(torch, report, args)
-    report.data["inputs_equal"] = same_values(torch, inputs_a, inputs_b)
-    report.phase("forward")
+    torch.compile was not asked for, is missing, failed or was not worth running (eager's outputs
+    already fail). The job holds one input draw, a copy of it for the call, the first output and
+    the call's own memory at a time: every other output is freed once judged."""
+    model, draw = build(torch, report, args)
+    report.phase("inputs")
+    inputs_a = draw(args.seed + 1)
+    judgement = output_judge.Judgement(torch, args.atol, args.rtol)
     # The RNG is not reseeded between the calls: a forward that draws random numbers gives two
-    # different results for the same inputs. Each call gets its own copy of the inputs, so a
-    # forward that modifies its inputs does not change what the next call sees.
-    with torch.no_grad():
-        for name, inputs in (("out_a1", inputs_a), ("out_a2", inputs_a), ("out_b", inputs_b)):
-            output = model(*cloned(torch, inputs))
-            synchronize(torch, args.device)
-            write_output(torch, report, os.path.join(args.out, name + ".bin"), output)
-            del output
+    # different results for the same inputs. Each call on the first draw gets its own copy of
+    # it, so a forward that modifies its inputs does not change what the next call sees.
+    judgement.first_call(forward(torch, report, args, model, cloned(torch, inputs_a)))
+    judgement.second_call(forward(torch, report, args, model, cloned(torch, inputs_a)))
+    report.phase("inputs")
+    inputs_b = draw(args.seed + 2)
+    report.data["inputs_equal"] = same_values(torch, inputs_a, inputs_b)
+    judgement.other_draw(forward(torch, report, args, model, inputs_b), report.data["inputs_equal"])
     del inputs_b
-    release_cached(torch, args.device)
+    save_outputs(report, judgement)
     compiled = None
-    if args.compile and report.data["has_compile"]:
+    if args.compile and report.data["has_compile"] and not judgement.findings:
+        release_cached(torch, args.device)
         report.phase("compile")
         started = time.perf_counter()
         try:
@@ -212,9 +224,6 @@ def check(torch, report, args):
             with torch.no_grad():
                 output = compiled(*cloned(torch, inputs_a))
             synchronize(torch, args.device)
-            write_output(torch, report, os.path.join(args.out, "out_compile.bin"), output)
-            del output
-            release_cached(torch, args.device)
             report.data["compile"] = {"ok": True, "error": "",
                                       "seconds": time.perf_counter() - started}
         except Exception as error:  # a compile failure is a finding about the task, not a crash
@@ -222,7 +231,13 @@ def check(torch, report, args):
             message = f"{type(error).__name__}: {error}"
             report.data["compile"] = {"ok": False, "error": message[:MESSAGE_LIMIT],
                                       "seconds": time.perf_counter() - started}
+        if compiled is not None:
+            report.phase("judge")
+            save_outputs(report, judgement, judgement.compiled_differs(output))
+            del output
         report.save()
+    judgement.release()
+    release_cached(torch, args.device)
     return model, inputs_a, compiled
 
 
@@ -304,6 +319,8 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=2.0)
     parser.add_argument("--slow-ms", type=float, default=0.0)
+    parser.add_argument("--atol", type=float, default=1e-2, help="tolerance of the output checks")
+    parser.add_argument("--rtol", type=float, default=1e-2)
     parser.add_argument("--await-go", action="store_true",
                         help="an interactive job: time the task after the checks (see await_go)")
     args = parser.parse_args()

@@ -107,6 +107,34 @@ class CompareTest(unittest.TestCase):
         self.assertFalse(result["match"])
         self.assertIn("outside 2e-06 ", result["reason"])
 
+    def test_chunks_give_the_whole_tensors_answer(self):
+        # Passes over chunks of 64 elements: the scale, the count, the first bad element and the
+        # constant checks are the same as in one pass, across chunk boundaries.
+        reference = torch.rand(1000) + 0.5
+        actual = reference.clone()
+        actual[[700, 701, 999]] += 1.0
+        whole = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output")
+        chunked = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output", chunk=64)
+        self.assertEqual(whole[:3], chunked[:3])
+        self.assertIn("3 of 1000 elements outside", chunked[1])
+        self.assertIn("first at flat index 700", chunked[1])
+        # stop_at_first reads up to the chunk that holds the first mismatch, and says so.
+        early = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output",
+                                       stop_at_first=True, chunk=64)
+        self.assertEqual(early[0], "values")
+        self.assertIn("compared up to the first", early[1])
+        self.assertEqual(early[2], 2)  # 700 and 701 share a chunk; 999 was never read
+        self.assertIsNone(compare.compare_tensor(torch, reference, reference.clone(), 1e-2, 1e-2, True,
+                                                 "output", stop_at_first=True, chunk=64)[0])
+        # A constant output is seen as one across chunks; integers are chunked too.
+        self.assertEqual(compare.compare_tensor(torch, reference, torch.full((1000,), 1.0), 1e-2, 1e-2,
+                                                True, "output", chunk=64)[0], "degenerate")
+        ints = torch.arange(1000)
+        off = ints.clone()
+        off[513] = -1
+        found = compare.compare_tensor(torch, ints, off, 0, 0, True, "output", chunk=64)
+        self.assertIn("1 of 1000 elements differ (first at flat index 513", found[1])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -13,7 +13,7 @@ rm -f "/tmp/$marker"
 names=(good nondeterministic input_independent constant all_zero syntax_error missing_get_inputs
        get_inputs_raises infinite_loop huge_tensor writes_file opens_socket slow exits_process)
 # The good task carries synth's description of its tensors, from which its device memory is
-# estimated: 3 * 4,096 input bytes + 4,096 output bytes + 10,000 / 2 of traffic.
+# estimated: 2 * 4,096 input bytes + 2 * 4,096 output bytes + 10,000 / 2 of traffic.
 "$records" "${names[@]}" |
   jq -c 'if .id == "good" then .task.meta = {dtype: "float32", input_shapes: [[16, 64]],
                                              output_shape: [16, 64], bytes: 10000} else . end' \
@@ -60,11 +60,11 @@ jq -e -s '.[] | select(.id == "slow") | .filter.eager_ms.median >= 60' "$scratch
 [[ $(jq -c 'select(.filter.eager_ms != null) | .id' "$scratch/out.jsonl" | tr -d '\n') == '"good""slow"' ]] ||
   fail "tasks other than good and slow were timed"
 
-# Where the good task's seconds went: the judging here, the job's phases and output writes as
-# its process reported them (every phase it passed, the timing ones included).
-jq -e -s '.[] | select(.id == "good") | .filter.seconds | .judge >= 0 and .write > 0 and
-       (.phases | keys) == ["checked", "forward", "init", "inputs", "interface", "load", "start", "timing",
-                            "torch", "warmup"] and all(.phases[]; . >= 0)' \
+# Where the good task's seconds went: the wait for a seat, and the job's phases as its process
+# reported them (every phase it passed, its judging and the timing ones included).
+jq -e -s '.[] | select(.id == "good") | .filter.seconds | .seat_wait >= 0 and
+       (.phases | keys) == ["checked", "forward", "init", "inputs", "interface", "judge", "load", "start",
+                            "timing", "torch", "warmup"] and all(.phases[]; . >= 0)' \
   "$scratch/out.jsonl" >/dev/null || fail "good: seconds $(head -1 "$scratch/out.jsonl" | jq -c .filter.seconds)"
 
 # The estimate is recorded beside the job's peak (0 on the CPU); a task without meta has none.

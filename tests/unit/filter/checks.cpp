@@ -1,5 +1,5 @@
-// The filter's rules without Python: report validation, how a process ended, the output checks,
-// timing statistics and the window.
+// The filter's rules without Python: report validation (the job's findings about its outputs
+// included), how a process ended, what the findings decide, timing statistics and the window.
 #include "cudaagent/filter/checks.h"
 
 #include <doctest/doctest.h>
@@ -9,34 +9,20 @@
 #include <cstring>
 #include <limits>
 
-using cudaagent::DType;
 using cudaagent::FilterReason;
 using cudaagent::HarnessReport;
 using cudaagent::ProcessResult;
 using cudaagent::RunJudgement;
-using cudaagent::TensorTree;
 using Outcome = cudaagent::ProcessResult::Outcome;
 using End = cudaagent::RunJudgement::End;
 
 namespace {
 
-TensorTree floats(std::vector<float> values, std::vector<std::int64_t> shape = {}) {
-  if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-  std::vector<std::byte> bytes(values.size() * sizeof(float));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return TensorTree::tensor(DType::kFloat32, std::move(shape), std::move(bytes));
-}
-
-TensorTree ints(std::vector<std::int64_t> values) {
-  std::vector<std::byte> bytes(values.size() * sizeof(std::int64_t));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return TensorTree::tensor(DType::kInt64, {static_cast<std::int64_t>(values.size())}, std::move(bytes));
-}
-
 std::string report_json(const std::string& overrides = "") {
   std::string json = R"({"mode": "check", "phase": "forward", "done": true, "error": null,
     "torch": "1.13.0a0", "has_compile": false, "inputs_equal": false, "compile": null,
-    "warmup_calls": 0, "warmup_max_ms": 0.0, "samples_ms": [], "compile_samples_ms": [])";
+    "outputs": null, "warmup_calls": 0, "warmup_max_ms": 0.0,
+    "samples_ms": [], "compile_samples_ms": [])";
   return overrides.empty() ? json + "}" : json + ", " + overrides + "}";
 }
 
@@ -135,7 +121,14 @@ TEST_CASE("parse_harness_report refuses what the harness never writes") {
            {", \"compile_samples_ms\": []", ""},
            {"\"mode\": \"check\"", "\"mode\": \"time\""},
            {"\"warmup_calls\": 0", "\"warmup_calls\": 0.5"},
-           {"\"torch\": \"1.13.0a0\", ", ""}}) {
+           {"\"torch\": \"1.13.0a0\", ", ""},
+           {"\"outputs\": null, ", ""},
+           {"\"outputs\": null", "\"outputs\": []"},
+           {"\"outputs\": null", R"("outputs": {"determinism": "maybe", "findings": [], "compile_differs": null})"},
+           {"\"outputs\": null", R"("outputs": {"determinism": "no", "findings": [{"check": "kept", "detail": ""}], "compile_differs": null})"},
+           {"\"outputs\": null", R"("outputs": {"determinism": "no", "findings": [{"check": "constant"}], "compile_differs": null})"},
+           {"\"outputs\": null", R"("outputs": {"determinism": "", "findings": [], "compile_differs": true})"},
+           {"\"outputs\": null", R"("outputs": {"determinism": "", "findings": []})"}}) {
     CAPTURE(to);
     CHECK_FALSE(cudaagent::parse_harness_report(replaced(good, from, to)).is_ok());
   }
@@ -153,20 +146,16 @@ TEST_CASE("parse_harness_report reads where the job's seconds went, and refuses 
   auto without = cudaagent::parse_harness_report(good);  // an older harness wrote neither
   REQUIRE(without.is_ok());
   CHECK(without.value().phase_seconds.empty());
-  CHECK(without.value().write_seconds == 0.0);
   const auto with = [&](const std::string& fields) {
     return cudaagent::parse_harness_report(replaced(good, "\"done\": true", "\"done\": true, " + fields));
   };
-  auto parsed = with(R"("phase_seconds": {"load": 0.5, "compile": 8.25, "checked": 3}, "write_seconds": 1.5, )"
-                     R"("peak_bytes": 3000000000)");
+  auto parsed = with(R"("phase_seconds": {"load": 0.5, "compile": 8.25, "judge": 3}, "peak_bytes": 3000000000)");
   REQUIRE(parsed.is_ok());
   using Phases = std::vector<std::pair<std::string, double>>;
-  CHECK(parsed.value().phase_seconds == Phases{{"load", 0.5}, {"compile", 8.25}, {"checked", 3.0}});
-  CHECK(parsed.value().write_seconds == 1.5);
+  CHECK(parsed.value().phase_seconds == Phases{{"load", 0.5}, {"compile", 8.25}, {"judge", 3.0}});
   CHECK(parsed.value().peak_bytes == 3000000000ULL);
   for (const char* bad : {R"("phase_seconds": [])", R"("phase_seconds": {"elsewhere": 1})",
                           R"("phase_seconds": {"load": -1})", R"("phase_seconds": {"load": "1"})",
-                          R"("write_seconds": -0.5)", R"("write_seconds": null)",
                           R"("peak_bytes": -1)", R"("peak_bytes": 1.5)"}) {
     CAPTURE(bad);
     CHECK_FALSE(with(bad).is_ok());
@@ -270,108 +259,101 @@ TEST_CASE("judge_run: the machinery's failures are infrastructure, not the task'
   CHECK(cudaagent::judge_run(signaled(SIGSEGV), report_in("torch"), "").end == End::kInfra);
 }
 
-TEST_CASE("judge_outputs: a healthy task passes, bitwise deterministic") {
-  const TensorTree a = floats({1, 2, 3, 4}), b = floats({5, 6, 7, 8});
-  const auto j = cudaagent::judge_outputs(a, a, b, false, {});
-  CHECK(j.reasons.empty());
-  CHECK(j.determinism == "bitwise");
+TEST_CASE("parse_harness_report reads the job's findings about its outputs, bounded") {
+  auto parsed = cudaagent::parse_harness_report(replaced(
+      report_json(), "\"outputs\": null",
+      R"("outputs": {"determinism": "no", "findings": [{"check": "determinism", "detail": "two runs differ"},)"
+      R"( {"check": "all_zero", "detail": "output float32[3] is all zeros"}], "compile_differs": ""})"));
+  REQUIRE(parsed.is_ok());
+  REQUIRE(parsed.value().outputs);
+  const HarnessReport::Outputs& outputs = *parsed.value().outputs;
+  CHECK(outputs.determinism == "no");
+  CHECK(outputs.findings == std::vector<FilterReason>{{"determinism", "two runs differ"},
+                                                      {"all_zero", "output float32[3] is all zeros"}});
+  CHECK(outputs.compile_differs == std::optional<std::string>(""));
+  CHECK_FALSE(cudaagent::parse_harness_report(report_json()).value().outputs);
+
+  std::string many = R"("outputs": {"determinism": "", "compile_differs": null, "findings": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? ", " : "") + R"({"check": "output", "detail": "x"})";
+  CHECK_FALSE(cudaagent::parse_harness_report(replaced(report_json(), "\"outputs\": null", many + "]}")).is_ok());
+  auto long_detail = cudaagent::parse_harness_report(replaced(
+      report_json(), "\"outputs\": null",
+      R"("outputs": {"determinism": "", "compile_differs": null, "findings": [{"check": "output", "detail": ")" +
+          std::string(5000, 'y') + "\"}]}"));
+  REQUIRE(long_detail.is_ok());
+  CHECK(long_detail.value().outputs->findings[0].detail.size() < 2100);
 }
 
-TEST_CASE("judge_outputs: determinism within tolerance, and beyond it") {
-  const TensorTree a1 = floats({1, 2, 3, 4}), b = floats({5, 6, 7, 8});
-  auto j = cudaagent::judge_outputs(a1, floats({1, 2, 3, 4.001f}), b, false, {});
-  CHECK(j.reasons.empty());
-  CHECK(j.determinism == "within tolerance");
-  j = cudaagent::judge_outputs(a1, floats({1, 2, 3, 4.5f}), b, false, {});
-  CHECK(checks_of(j.reasons) == std::vector<std::string>{"determinism"});
-  CHECK(j.determinism == "no");
-  CHECK(j.reasons[0].detail ==
-        "two runs on the same inputs differ beyond atol=0.01, rtol=0.01: output: 1 of 4 elements "
-        "differ; first at (3): got 4.5, expected 4 (|diff| 0.5 > tolerance 0.05)");
-  // A different shape between runs is a difference too.
-  j = cudaagent::judge_outputs(a1, floats({1, 2, 3}), b, false, {});
-  CHECK(checks_of(j.reasons) == std::vector<std::string>{"determinism"});
+namespace {
+
+HarnessReport with_outputs(std::vector<FilterReason> findings, std::optional<std::string> differs) {
+  HarnessReport report = report_in("checked");
+  report.torch = "2.11.0";
+  report.has_compile = true;
+  report.compile = HarnessReport::Compile{true, "", 7.5};
+  report.outputs = HarnessReport::Outputs{"bitwise", std::move(findings), std::move(differs)};
+  return report;
 }
 
-TEST_CASE("judge_outputs: outputs that do not follow the inputs") {
-  const TensorTree a = floats({1, 2, 3, 4});
-  auto j = cudaagent::judge_outputs(a, a, floats({1, 2, 3, 4.001f}), false, {});
-  CHECK(checks_of(j.reasons) == std::vector<std::string>{"input_dependence"});
-  CHECK(j.reasons[0].detail.find("same inputs") == std::string::npos);
-  j = cudaagent::judge_outputs(a, a, a, true, {});
-  CHECK(j.reasons[0].detail.find("get_inputs returned the same inputs for both seeds") !=
-        std::string::npos);
-  // A tighter tolerance tells them apart.
-  cudaagent::CompareOptions tight;
-  tight.atol = tight.rtol = 1e-6;
-  CHECK(cudaagent::judge_outputs(a, a, floats({1, 2, 3, 4.001f}), false, tight).reasons.empty());
+struct Decided {
+  std::vector<FilterReason> reasons;
+  std::string determinism, compile_text;
+};
+
+Decided decide(const HarnessReport& report, bool judge_compile = true) {
+  Decided d;
+  d.compile_text = "not run: the task failed before torch.compile";
+  cudaagent::judge_reported_outputs(report, judge_compile, d.reasons, d.determinism, d.compile_text);
+  return d;
 }
 
-TEST_CASE("judge_outputs: all-zero, constant and non-finite outputs") {
-  const TensorTree b = floats({5, 6, 7, 8});
-  auto j = cudaagent::judge_outputs(floats({0, -0.0f, 0, 0}, {2, 2}), floats({0, 0, 0, 0}, {2, 2}),
-                                    floats({0, 1, 0, 0}, {2, 2}), false, {});
-  REQUIRE(checks_of(j.reasons) == std::vector<std::string>{"all_zero"});
-  CHECK(j.reasons[0].detail == "output float32[2, 2] is all zeros");
+}  // namespace
 
-  const TensorTree c = floats({2.5f, 2.5f, 2.5f});
-  j = cudaagent::judge_outputs(c, c, floats({1, 2, 3}), false, {});
-  CHECK(j.reasons == std::vector<FilterReason>{{"constant", "output float32[3] is constant (every element 2.5)"}});
+TEST_CASE("judge_reported_outputs: the findings decide, then torch.compile's comparison") {
+  Decided d = decide(with_outputs({}, ""));
+  CHECK(d.reasons.empty());
+  CHECK(d.determinism == "bitwise");
+  CHECK(d.compile_text == "ok");
 
-  // One element is not "constant"; a zero one is still all zeros.
-  CHECK(cudaagent::judge_outputs(floats({7}), floats({7}), floats({8}), false, {}).reasons.empty());
-  CHECK(checks_of(cudaagent::judge_outputs(floats({0}), floats({0}), floats({8}), false, {}).reasons) ==
-        std::vector<std::string>{"all_zero"});
+  d = decide(with_outputs({}, "torch.compile's output differs from eager beyond atol=0.01, rtol=0.01: x"));
+  CHECK(checks_of(d.reasons) == std::vector<std::string>{"compile"});
+  CHECK(d.compile_text.rfind("failed: torch.compile's output differs", 0) == 0);
 
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const float inf = std::numeric_limits<float>::infinity();
-  const TensorTree bad = floats({1, nan, inf, nan});
-  j = cudaagent::judge_outputs(bad, bad, b, false, {});
-  REQUIRE(checks_of(j.reasons) == std::vector<std::string>{"non_finite"});
-  CHECK(j.reasons[0].detail == "output float32[4] has 2 NaN and 1 infinite values of 4");
+  // torch.compile ran but its output was never compared: not a pass.
+  d = decide(with_outputs({}, std::nullopt));
+  CHECK(checks_of(d.reasons) == std::vector<std::string>{"compile"});
 
-  // Integers: a constant argmax-like output.
-  const TensorTree i = ints({3, 3, 3});
-  CHECK(checks_of(cudaagent::judge_outputs(i, i, ints({1, 2, 3}), false, {}).reasons) ==
-        std::vector<std::string>{"constant"});
+  HarnessReport failed = with_outputs({}, std::nullopt);
+  failed.compile = HarnessReport::Compile{false, "BackendCompilerFailed: boom", 3};
+  d = decide(failed);
+  CHECK(d.reasons == std::vector<FilterReason>{{"compile", "BackendCompilerFailed: boom"}});
+
+  // Eager's findings: compile was not run and is not blamed.
+  HarnessReport eager_failed = with_outputs({{"input_dependence", "match"}}, std::nullopt);
+  eager_failed.compile.reset();
+  d = decide(eager_failed);
+  CHECK(checks_of(d.reasons) == std::vector<std::string>{"input_dependence"});
+  CHECK(d.compile_text == "not run: the task failed before torch.compile");
+
+  // No findings at all: the job never judged its outputs.
+  HarnessReport none = with_outputs({}, "");
+  none.outputs.reset();
+  CHECK(checks_of(decide(none).reasons) == std::vector<std::string>{"output"});
+
+  // torch 1.x: no compile to judge.
+  HarnessReport old = with_outputs({}, std::nullopt);
+  old.has_compile = false;
+  old.compile.reset();
+  d = decide(old);
+  CHECK(d.reasons.empty());
+  CHECK(d.compile_text == "skipped: torch 2.11.0 has no torch.compile");
+  // Not asked to judge compile (--no-compile, or a crash in it): the findings alone.
+  CHECK(decide(with_outputs({}, std::nullopt), false).reasons.empty());
 }
 
-TEST_CASE("judge_outputs: the second draw is scanned too and named") {
-  const TensorTree a = floats({1, 2, 3});
-  const auto j = cudaagent::judge_outputs(a, a, floats({0, 0, 0}), false, {});
-  CHECK(j.reasons == std::vector<FilterReason>{
-                         {"all_zero", "output float32[3] is all zeros (second input draw)"}});
-}
-
-TEST_CASE("judge_outputs: containers are walked; values that are not tensors are refused") {
-  const TensorTree good = TensorTree::tuple({floats({1, 2}), floats({3, 4})});
-  const TensorTree zero_second = TensorTree::tuple({floats({1, 2}), floats({0, 0})});
-  auto j = cudaagent::judge_outputs(zero_second, zero_second, good, false, {});
-  CHECK(j.reasons == std::vector<FilterReason>{{"all_zero", "output[1] float32[2] is all zeros"}});
-
-  const TensorTree dict = TensorTree::dict({{"logits", floats({1, 1})}});
-  j = cudaagent::judge_outputs(dict, dict, TensorTree::dict({{"logits", floats({2, 3})}}), false, {});
-  CHECK(j.reasons == std::vector<FilterReason>{
-                         {"constant", "output[\"logits\"] float32[2] is constant (every element 1)"}});
-
-  const TensorTree odd = TensorTree::tuple({floats({1, 2}), TensorTree::other("builtins.str")});
-  j = cudaagent::judge_outputs(odd, odd, odd, false, {});
-  CHECK(j.reasons == std::vector<FilterReason>{{"output", "output[1] is a \"builtins.str\", not a tensor"}});
-  CHECK(j.determinism.empty());
-
-  const TensorTree number = TensorTree::integer(3);
-  j = cudaagent::judge_outputs(number, number, number, false, {});
-  CHECK(checks_of(j.reasons) == std::vector<std::string>{"output", "output"});
-  CHECK(j.reasons[1].detail == "the output holds no tensor");
-}
-
-TEST_CASE("compare_compiled") {
-  CHECK(cudaagent::compare_compiled(floats({1, 2}), floats({1, 2.001f}), {}).empty());
-  const std::string differs = cudaagent::compare_compiled(floats({1, 2}), floats({1, 3}), {});
-  CHECK(differs.find("torch.compile's output differs from eager") == 0);
-  // Constant compiled output of a constant eager output is still a match (the degenerate rule
-  // is judge_outputs' business).
-  CHECK(cudaagent::compare_compiled(floats({1, 1}), floats({1, 1}), {}).empty());
+TEST_CASE("judge_run: a failure while judging is the output's") {
+  const RunJudgement j = cudaagent::judge_run(exited(3), failed_in("judge", "RuntimeError: odd"), "");
+  CHECK(checks_of(j.reasons) == std::vector<std::string>{"output"});
 }
 
 TEST_CASE("eager_stats and the window") {

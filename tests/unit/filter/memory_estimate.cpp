@@ -1,4 +1,4 @@
-// task_memory_estimate: 3 * inputs + output + traffic / 2 from synth's task.meta, and 0 (unknown)
+// task_memory_estimate: 2 * inputs + 2 * output + traffic / 2 from synth's task.meta, and 0 (unknown)
 // for anything that does not describe a task's tensors.
 #include "cudaagent/filter/memory_estimate.h"
 
@@ -20,17 +20,17 @@ std::string task_with(const std::string& meta) { return R"({"model_py": "x", "me
 
 }  // namespace
 
-TEST_CASE("task_memory_estimate: three input copies, the output and half the traffic") {
+TEST_CASE("task_memory_estimate: two input sets, two outputs and half the traffic") {
   // float32: inputs 2*3*4 + 5*4 = 44 bytes, output 6*4 = 24, traffic 100.
   CHECK(estimate(task_with(R"({"dtype": "float32", "input_shapes": [[2, 3], [5]],
-                               "output_shape": [2, 3], "bytes": 100})")) == 3 * 44 + 24 + 50);
+                               "output_shape": [2, 3], "bytes": 100})")) == 2 * 44 + 2 * 24 + 50);
   CHECK(estimate(task_with(R"({"dtype": "bfloat16", "input_shapes": [[4]], "output_shape": [],
-                               "bytes": 0})")) == 3 * 8 + 2);
+                               "bytes": 0})")) == 2 * 8 + 2 * 2);
   // synth's first ops6k task: layer_norm then pad on 229,376 x 1,217 float32.
   const std::uint64_t in = 229376ULL * 1217 * 4, out = 229376ULL * 1223 * 4;
   CHECK(estimate(task_with(R"({"dtype": "float32", "input_shapes": [[229376, 1217]],
                                "output_shape": [229376, 1223], "bytes": 4471924232})")) ==
-        3 * in + out + 4471924232ULL / 2);
+        2 * in + 2 * out + 4471924232ULL / 2);
 }
 
 TEST_CASE("task_memory_estimate: unknown (0) without a usable description") {

@@ -1,8 +1,7 @@
 // The filter's judgement, apart from running anything: how a harness process ended, what its
-// report says, what its output files show (determinism, input dependence, degenerate values,
-// torch.compile against eager) and whether the eager time is in the window. Pure functions of
-// their arguments, so every rule is unit-tested without Python. Nothing the task process wrote is
-// trusted: reports are validated and bounded, outputs are judged here from their bytes.
+// report says (its findings about the outputs included: share/harness/output_judge.py makes them
+// where the outputs are) and whether the eager time is in the window. Pure functions of their
+// arguments, so every rule is unit-tested without Python. The report is validated and bounded.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +12,6 @@
 #include <vector>
 
 #include "cudaagent/base/status.h"
-#include "cudaagent/candidate/tensor_compare.h"
-#include "cudaagent/candidate/tensor_file.h"
 #include "cudaagent/sandbox/process.h"
 
 namespace cudaagent {
@@ -40,6 +37,13 @@ struct HarnessReport {
     std::string error;
     double seconds = 0;
   };
+  // What the job found in its outputs. `findings` checks are among: output, non_finite,
+  // all_zero, constant, determinism, input_dependence.
+  struct Outputs {
+    std::string determinism;  // "bitwise", "within tolerance", "no"; "" when not compared
+    std::vector<FilterReason> findings;
+    std::optional<std::string> compile_differs;  // "" a match, else why; nullopt: not compared
+  };
   std::string mode;   // "check"
   std::string phase;  // the phase in progress, or the last one when done
   bool done = false;
@@ -48,14 +52,14 @@ struct HarnessReport {
   bool has_compile = false;
   std::optional<bool> inputs_equal;  // the two input draws were identical
   std::optional<Compile> compile;    // when torch.compile ran
+  std::optional<Outputs> outputs;    // once the eager calls were judged
   std::int64_t warmup_calls = 0;     // eager's, once timed
   double warmup_max_ms = 0;
   std::vector<double> samples_ms;          // eager's timed calls: at most 1000 finite values >= 0
   std::vector<double> compile_samples_ms;  // the compiled model's, timed after eager's
-  // Where the task's process says its seconds went, by phase, and how many of them writing the
-  // output files took: for people sizing a run, never for a verdict. Phases are known ones.
+  // Where the task's process says its seconds went, by phase: for people sizing a run, never for
+  // a verdict. Phases are known ones.
   std::vector<std::pair<std::string, double>> phase_seconds;
-  double write_seconds = 0;
   std::uint64_t peak_bytes = 0;  // torch's peak device memory in the job (0 on the CPU)
 };
 
@@ -85,23 +89,13 @@ struct RunJudgement {
 RunJudgement judge_run(const ProcessResult& process, const std::optional<HarnessReport>& report,
                        const std::string& report_problem);
 
-// The check job's outputs: out_a1 and out_a2 (the same inputs twice), out_b (other inputs).
-// Reasons: "output" (a value that is not a tensor, or no tensor at all), "non_finite",
-// "all_zero", "constant" (a tensor of more than one element, all equal), "determinism" (a1 and
-// a2 differ beyond `tolerance`), "input_dependence" (a1 and b match within `tolerance`).
-// `inputs_equal` (the harness's word) only adds a hint to the input_dependence detail.
-struct OutputJudgement {
-  std::vector<FilterReason> reasons;
-  // "bitwise", "within tolerance", "no"; empty when the outputs could not be compared.
-  std::string determinism;
-};
-OutputJudgement judge_outputs(const TensorTree& a1, const TensorTree& a2, const TensorTree& b,
-                              std::optional<bool> inputs_equal, const CompareOptions& tolerance);
-
-// torch.compile's output against eager's on the same inputs: empty when they match within
-// `tolerance`, else why not.
-std::string compare_compiled(const TensorTree& eager, const TensorTree& compiled,
-                             const CompareOptions& tolerance);
+// The job's findings as reasons: each finding, and what the compile comparison found when
+// `judge_compile` (a compile failure, a mismatch, or no comparison although torch.compile ran).
+// `determinism` and `compile_text` are set for the record. A report without findings is an
+// "output" reason: the job ended its checks without judging them.
+void judge_reported_outputs(const HarnessReport& report, bool judge_compile,
+                            std::vector<FilterReason>& reasons, std::string& determinism,
+                            std::string& compile_text);
 
 struct EagerStats {
   double median_ms = 0;

@@ -1,8 +1,9 @@
 // The task filter (cudaagent-filter(1)): runs one synthesized task in the OS sandbox and decides whether
 // it is fit for training. One harness job per task, in a fresh forked child of a warm harness
 // worker (HarnessWorker: torch imported once per worker, not once per task): its checks (build,
-// eager forward on two input draws, torch.compile) run beside other tasks' jobs; the trusted side
-// (this code) reads their files and decides with lib/filter/checks.cpp; a task still kept is then
+// eager forward on two input draws, torch.compile, each output judged on its device by
+// share/harness/output_judge.py) run beside other tasks' jobs; this code validates the job's
+// report and decides with lib/filter/checks.cpp; a task still kept is then
 // timed by the same job, eager and compiled, holding its device's timing slot alone. A task that
 // ran out of GPU memory or disk beside other tasks runs once more with the device to itself
 // (DeviceShare).
@@ -64,8 +65,9 @@ struct FilterSettings {
 // 4: scaled tolerance; 5: one job, compile timed; 6: memory and disk failures beside other tasks
 // retried with the device alone, "disk" reason, cached memory released during torch.compile;
 // 7: the slot given back at "timed", tasks admitted by estimated memory, filter.memory and the
-// job's seconds by phase in the record
-inline constexpr std::string_view kFilterRulesVersion = "filter-7";
+// job's seconds by phase in the record; 8: the outputs judged in the job, on their device (no
+// output files), compile skipped for a task eager already rejects, seat_wait in the record
+inline constexpr std::string_view kFilterRulesVersion = "filter-8";
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):

@@ -1,8 +1,10 @@
 // How much device memory a synthesized task's job will want, from what synth wrote in the task's
 // record (task.meta: dtype, input_shapes, output_shape and bytes, the memory traffic of its
-// operators). The job holds two input draws and a copy of one for the call, the output, and the
-// operators' intermediates, of which the traffic is a bound; half of it is what they write:
-//   3 * inputs + output + bytes / 2.
+// operators). At its peak the job holds one input draw and either a copy of it for the call or
+// the second draw, the first call's output (kept to judge the others against), the call's own
+// output, and the operators' intermediates, of which the traffic is a bound; half of it is what
+// they write:
+//   2 * inputs + 2 * output + bytes / 2.
 // 0 when the record carries no such description (an imported or an LLM-written task): the filter
 // then admits the task by count alone. Never a verdict: filter.memory shows the estimate beside
 // the peak the job reported, so the rule can be checked against real runs.
