@@ -297,7 +297,7 @@ report() {
     def median: if length == 0 then null else sort | .[length / 2 | floor] end;
     if ($r | length) == 0 then empty else
       ($r | map(.seconds)) as $s
-      | "build_dataset: seconds per task (means over \($r | length)): waiting for a seat \($s | map(select(.seat_wait != null) | .seat_wait) | mean // "-"), checks \($s | map(.check) | mean) (torch.compile \($s | map(.compile // 0) | mean)), slot \($s | map(.slot) | mean), slot wait \($s | map(.slot_wait) | mean); job phases: \([$s[].phases | to_entries[]] | group_by(.key) | map("\(.[0].key) \(map(.value) | add / ($r | length) | . * 100 | round / 100)") | join(", "))",
+      | "build_dataset: seconds per task (means over \($r | length)): waiting for a seat \($s | map(select(.seat_wait != null) | .seat_wait) | mean // "-"), for lent memory \($s | map(select(.grow_wait != null) | .grow_wait) | mean // "-"), checks \($s | map(.check) | mean) (torch.compile \($s | map(.compile // 0) | mean)), slot \($s | map(.slot) | mean), slot wait \($s | map(.slot_wait) | mean); job phases: \([$s[].phases | to_entries[]] | group_by(.key) | map("\(.[0].key) \(map(.value) | add / ($r | length) | . * 100 | round / 100)") | join(", "))",
         "build_dataset: device memory peak / estimate, median over \($r | map(select(.memory.estimate_bytes > 0 and .memory.peak_bytes > 0)) | length) tasks: \($r | map(select(.memory.estimate_bytes > 0 and .memory.peak_bytes > 0) | .memory.peak_bytes / .memory.estimate_bytes) | median | if . == null then "-" else . * 100 | round / 100 end)"
     end'
 }

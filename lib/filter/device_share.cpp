@@ -20,9 +20,11 @@ DeviceShare::DeviceShare(std::size_t devices, std::uint64_t memory_budget)
     : devices_(devices == 0 ? 1 : devices), memory_budget_(memory_budget) {}
 
 Result<DeviceShare::Seat> DeviceShare::take(bool alone, std::uint64_t bytes,
-                                            const std::atomic<int>* stop) {
+                                            const std::atomic<int>* stop,
+                                            std::optional<std::uint64_t> resident) {
   std::unique_lock lock(mutex_);
-  return alone ? take_alone(lock, stop) : take_in_turn(lock, bytes, stop);
+  const std::uint64_t growth = bytes - std::min(bytes, resident.value_or(bytes));
+  return alone ? take_alone(lock, stop) : take_in_turn(lock, bytes, growth, stop);
 }
 
 Result<DeviceShare::Seat> DeviceShare::take_alone(std::unique_lock<std::mutex>& lock,
@@ -44,11 +46,11 @@ Result<DeviceShare::Seat> DeviceShare::take_alone(std::unique_lock<std::mutex>& 
   }
   --d.alone_waiting;
   d.alone_running = true;
-  return seat_on(device, 0, true);
+  return seat_on(device, 0, 0, false, true);
 }
 
 Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>& lock,
-                                                    std::uint64_t bytes,
+                                                    std::uint64_t bytes, std::uint64_t growth,
                                                     const std::atomic<int>* stop) {
   const std::size_t ticket = next_ticket_++;
   turns_.push_back(ticket);
@@ -56,14 +58,18 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
     turns_.erase(std::find(turns_.begin(), turns_.end(), ticket));
     changed_.notify_all();
   };
-  // The least busy device not reserved for a task alone where `bytes` fit; an empty device takes
-  // any task, so an estimate over the budget still runs, by itself.
+  // With room left for the largest growth a task there may ask for, this one's included.
+  const auto fits_with_growth = [&](std::size_t i) {
+    return devices_[i].bytes + bytes + std::max(pending_growth(i), growth) <= memory_budget_;
+  };
+  // The least busy device not reserved for a task alone, where no task waits to grow and `bytes`
+  // fit; an empty device takes any task, so an estimate over the budget still runs, by itself.
   const auto free_device = [&]() -> std::optional<std::size_t> {
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const Device& d = devices_[i];
-      if (d.alone_waiting > 0 || d.alone_running) continue;
-      const bool fits = memory_budget_ == 0 || d.busy == 0 || d.bytes + bytes <= memory_budget_;
+      if (d.alone_waiting > 0 || d.alone_running || d.growing > 0) continue;
+      const bool fits = memory_budget_ == 0 || d.busy == 0 || fits_with_growth(i);
       if (fits && (!best || d.busy < devices_[*best].busy)) best = i;
     }
     return best;
@@ -77,15 +83,22 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
     if (turns_.front() == ticket) {
       if (auto device = free_device()) {
         give_up_turn();  // the next task's turn
-        return seat_on(*device, bytes, false);
+        const bool may_shrink = memory_budget_ > 0 && growth > 0 && fits_with_growth(*device);
+        return seat_on(*device, bytes, growth, may_shrink, false);
       }
     }
     changed_.wait_for(lock, kStopPoll);
   }
 }
 
-DeviceShare::Seat DeviceShare::seat_on(std::size_t device, std::uint64_t bytes, bool alone) {
-  Taken taken{device, bytes, alone, false};
+DeviceShare::Seat DeviceShare::seat_on(std::size_t device, std::uint64_t bytes,
+                                       std::uint64_t growth, bool may_shrink, bool alone) {
+  Taken taken;
+  taken.device = device;
+  taken.bytes = bytes;
+  taken.growth = growth;
+  taken.may_shrink = may_shrink;
+  taken.alone = alone;
   for (auto& [id, other] : seats_) {  // every task now on the device shares it with this one
     if (other.device == device) other.shared = taken.shared = true;
   }
@@ -103,10 +116,59 @@ void DeviceShare::leave(const Seat& seat) {
   if (found == seats_.end()) return;
   Device& d = devices_[found->second.device];
   --d.busy;
-  d.bytes -= found->second.bytes;
+  d.bytes -= found->second.is_shrunk ? found->second.bytes - found->second.growth : found->second.bytes;
   if (found->second.alone) d.alone_running = false;
   seats_.erase(found);
   changed_.notify_all();
+}
+
+void DeviceShare::shrink(const Seat& seat) {
+  std::lock_guard lock(mutex_);
+  const auto found = seats_.find(seat.id);
+  if (found == seats_.end()) return;
+  Taken& taken = found->second;
+  if (!taken.may_shrink || taken.is_shrunk || taken.grown) return;
+  taken.is_shrunk = true;
+  devices_[taken.device].bytes -= taken.growth;
+  changed_.notify_all();
+}
+
+Status DeviceShare::grow(const Seat& seat, const std::atomic<int>* stop) {
+  std::unique_lock lock(mutex_);
+  auto found = seats_.find(seat.id);
+  if (found == seats_.end() || !found->second.is_shrunk) return Status::ok();
+  Device& d = devices_[found->second.device];
+  ++d.growing;
+  for (;;) {
+    if (stop != nullptr && stop->load() != 0) {
+      --d.growing;
+      changed_.notify_all();
+      return stopped_status(stop->load());
+    }
+    found = seats_.find(seat.id);
+    if (d.bytes + found->second.growth <= memory_budget_) break;
+    changed_.wait_for(lock, kStopPoll);
+  }
+  --d.growing;
+  found->second.is_shrunk = false;
+  found->second.grown = true;
+  d.bytes += found->second.growth;
+  changed_.notify_all();
+  return Status::ok();
+}
+
+bool DeviceShare::shrunk(const Seat& seat) const {
+  std::lock_guard lock(mutex_);
+  const auto found = seats_.find(seat.id);
+  return found != seats_.end() && found->second.is_shrunk;
+}
+
+std::uint64_t DeviceShare::pending_growth(std::size_t device) const {
+  std::uint64_t largest = 0;
+  for (const auto& [id, taken] : seats_) {
+    if (taken.device == device && taken.may_shrink && !taken.grown) largest = std::max(largest, taken.growth);
+  }
+  return largest;
 }
 
 bool DeviceShare::shared(const Seat& seat) const {

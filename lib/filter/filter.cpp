@@ -64,6 +64,7 @@ struct TaskJob {
 // device's slot, the slot itself, and everything after the checks but the wait.
 struct JobSeconds {
   double check = 0, slot_wait = 0, slot = 0, after_check = 0;
+  double grow_wait = 0;  // waiting to take the task's whole estimate back after torch.compile
 };
 
 // A number as text that reads back as the same double (flags for the job, the store's key).
@@ -113,7 +114,7 @@ struct TaskFilter::State {
   // idle: at most as many workers as tasks run at once). `alone`: once no other task of this
   // process runs there (new ones wait meanwhile). A Status when its directories cannot be made,
   // or a stop request ended the wait.
-  Result<FilterWorker*> acquire_worker(bool alone, std::uint64_t memory_bytes);
+  Result<FilterWorker*> acquire_worker(bool alone, TaskMemory memory);
   void release_worker(FilterWorker* worker) {
     const DeviceShare::Seat seat = worker->seat;
     {
@@ -133,11 +134,11 @@ struct TaskFilter::State {
                                const std::string& out_dir,
                                const std::function<bool(const HarnessReport&)>& judge,
                                JobSeconds& seconds);
-  FilterOutcome filter(const std::string& model_py, std::uint64_t memory_bytes);
+  FilterOutcome filter(const std::string& model_py, TaskMemory memory);
   // One run of the task; `retried_because`: why an earlier run beside other tasks failed (this
   // run then has the device to itself). `shared_failure` receives that reason when this run
   // failed for a shared resource while other tasks ran on its device.
-  FilterOutcome filter_once(const std::string& model_py, std::uint64_t memory_bytes,
+  FilterOutcome filter_once(const std::string& model_py, TaskMemory memory,
                             const std::string& retried_because,
                             std::string& shared_failure);
 };
@@ -163,8 +164,8 @@ std::string reasons_json(const std::vector<FilterReason>& reasons) {
 
 }  // namespace
 
-Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone, std::uint64_t memory_bytes) {
-  auto seat = share->take(alone, memory_bytes, settings.stop);
+Result<FilterWorker*> TaskFilter::State::acquire_worker(bool alone, TaskMemory memory) {
+  auto seat = share->take(alone, memory.peak, settings.stop, memory.resident);
   if (!seat) return seat.status();
   const std::size_t device = seat.value().device;
   std::lock_guard lock(mutex);
@@ -232,7 +233,10 @@ HarnessJob TaskFilter::State::make_job(const std::string& task_dir, const std::s
               std::to_string(settings.timing_runs), "--slow-ms",
               std::to_string(settings.window_high_ms * 3), "--atol", exact_text(settings.tolerance.atol),
               "--rtol", exact_text(settings.tolerance.rtol)};
-  if (settings.compile) job.args.emplace_back("--compile");
+  if (settings.compile) {
+    job.args.emplace_back("--compile");
+    job.args.emplace_back("--memory-turns");  // "compiling" / "compiled" (see run_task_job)
+  }
   job.working_dir = out_dir;
   job.timeout_seconds = settings.timeout_seconds;
   job.output_cap = std::size_t{256} << 10;
@@ -283,23 +287,37 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   const auto ended = [&](ProcessResult result, bool checked) -> Result<TaskJob> {
     return TaskJob{read_report(std::move(result), out_dir), checked};
   };
+  // While the job's torch.compile works on the CPU (from its line "compiling" to "compiled") the
+  // seat holds only the task's resident bytes; before the job may run the compiled graph, the
+  // seat takes the rest back, waiting until it fits (not counted against the limit), and the job
+  // is told "go". Once per job: later lines of the kind change nothing.
+  const auto memory_line = [&](std::string_view text) -> Status {
+    if (text == "compiling") share->shrink(worker.seat);
+    if (text != "compiled") return Status::ok();
+    const auto waiting = SteadyClock::now();
+    Status grown = share->grow(worker.seat, settings.stop);
+    seconds.grow_wait += since(waiting);
+    if (!grown) return grown;
+    (void)session.send("go");  // a worker that is gone: its end is the next message
+    return Status::ok();
+  };
   // Waits, within the limit counted from `start`, for the job's line `expected`: nullopt when it
-  // came, else how the job ended (on its own, or killed at the limit). Other lines are dropped.
+  // came, else how the job ended (on its own, or killed at the limit). Memory lines are answered,
+  // other lines dropped.
   using Awaited = std::optional<ProcessResult>;
   const auto await_line = [&](std::string_view expected,
                               SteadyClock::time_point start) -> Result<Awaited> {
     for (;;) {
-      const double remaining = limit - since(start);
+      const double remaining = limit - (since(start) - seconds.grow_wait);
       if (remaining <= 0) return Awaited(timed_out());
       auto message = session.receive(remaining);
       if (!message) return message.status();
       if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
         return Awaited(std::move(message.value().result));
       }
-      if (message.value().kind == HarnessSession::Message::Kind::kLine &&
-          message.value().text == expected) {
-        return Awaited();
-      }
+      if (message.value().kind != HarnessSession::Message::Kind::kLine) continue;
+      if (message.value().text == expected) return Awaited();
+      if (Status answered = memory_line(message.value().text); !answered) return answered;
     }
   };
   // 1. The checks: until "checked", or the job's end (a task that fails, crashes or hangs).
@@ -308,6 +326,10 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   seconds.check = since(phase);
   if (!checked) return checked.status();
   if (checked.value()) return ended(std::move(*checked.value()), false);
+  // A job whose compile never said "compiled" (it failed) is timed with its whole estimate held.
+  const auto regrowing = SteadyClock::now();
+  if (Status grown = share->grow(worker.seat, settings.stop); !grown) return grown;
+  seconds.grow_wait += since(regrowing);
   const auto after_check = SteadyClock::now();
   // 2. The trusted side judges the check's files; a task rejected there is not timed.
   std::string text;
@@ -414,6 +436,7 @@ std::optional<EagerStats> judge_timing(const FilterSettings& settings, const Har
 struct FilterSeconds {
   // seat_wait: waiting for a place on the device (its memory or --jobs), before the job.
   double seat_wait, worker_start, check, time, slot, slot_wait, total;
+  double grow_wait = 0;  // of `check`: waiting to take the whole estimate back after torch.compile
   // As the task's process says (never for a verdict): torch.compile's share of the checks and
   // the seconds of each phase.
   std::optional<double> compile;
@@ -421,7 +444,7 @@ struct FilterSeconds {
 };
 
 struct FilterMemory {
-  std::uint64_t estimate_bytes = 0, peak_bytes = 0;
+  std::uint64_t estimate_bytes = 0, resident_bytes = 0, peak_bytes = 0;
 };
 
 // The record's "filter" value.
@@ -464,10 +487,12 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
   // checking the estimate; 0: unknown).
   out.key("memory").begin_object();
   out.field("estimate_bytes", static_cast<std::int64_t>(memory.estimate_bytes));
+  out.field("resident_bytes", static_cast<std::int64_t>(memory.resident_bytes));
   out.field("peak_bytes", static_cast<std::int64_t>(memory.peak_bytes)).end_object();
   out.key("seconds").begin_object().field("seat_wait", seconds.seat_wait);
   out.field("worker_start", seconds.worker_start).field("check", seconds.check);
   out.field("time", seconds.time).field("slot", seconds.slot).field("slot_wait", seconds.slot_wait);
+  out.field("grow_wait", seconds.grow_wait);
   if (seconds.compile) out.field("compile", *seconds.compile);
   out.key("phases").begin_object();
   for (const auto& [phase, spent] : seconds.phases) out.field(phase, spent);
@@ -480,19 +505,19 @@ std::string filter_json(const FilterSettings& settings, const TorchEnv& torch,
 // A task that ran out of GPU memory or disk while other tasks' jobs shared its device (their
 // inputs, outputs and caches) says nothing yet about itself: it runs once more with the device
 // to itself, and that run decides.
-FilterOutcome TaskFilter::State::filter(const std::string& model_py, std::uint64_t memory_bytes) {
+FilterOutcome TaskFilter::State::filter(const std::string& model_py, TaskMemory memory) {
   std::string shared_failure;
-  FilterOutcome outcome = filter_once(model_py, memory_bytes, "", shared_failure);
+  FilterOutcome outcome = filter_once(model_py, memory, "", shared_failure);
   if (outcome.infra || shared_failure.empty()) return outcome;
   std::string unused;
-  return filter_once(model_py, memory_bytes, shared_failure, unused);
+  return filter_once(model_py, memory, shared_failure, unused);
 }
 
 // The task's job: the checks, the reading of their findings, then the timing, returning
 // through infra() when the machinery fails: kept in one function so that the order reads top to
 // bottom.
 FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
-                                             std::uint64_t memory_bytes,
+                                             TaskMemory memory,
                                              const std::string& retried_because,
                                              std::string& shared_failure) {
   const auto started = SteadyClock::now();
@@ -503,7 +528,7 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
     outcome.stopped = settings.stop != nullptr && settings.stop->load() != 0;
     return outcome;
   };
-  auto acquired = acquire_worker(!retried_because.empty(), memory_bytes);
+  auto acquired = acquire_worker(!retried_because.empty(), memory);
   if (!acquired) return infra(acquired.status().message());
   const double seat_wait_seconds = since(started);
   FilterWorker& worker = *acquired.value();
@@ -581,15 +606,16 @@ FilterOutcome TaskFilter::State::filter_once(const std::string& model_py,
     shared_failure = reasons_json(reasons);
   }
   FilterSeconds spent{seat_wait_seconds, worker_start_seconds, seconds.check, seconds.after_check,
-                      seconds.slot, seconds.slot_wait, since(started), std::nullopt, {}};
+                      seconds.slot, seconds.slot_wait, since(started), seconds.grow_wait,
+                      std::nullopt, {}};
   // For people sizing a filter run (its CPU time is mostly torch.compile); never a verdict.
   if (run.report) {
     if (run.report->compile) spent.compile = run.report->compile->seconds;
     spent.phases = run.report->phase_seconds;
   }
-  const FilterMemory memory{memory_bytes, run.report ? run.report->peak_bytes : 0};
+  const FilterMemory used{memory.peak, memory.resident, run.report ? run.report->peak_bytes : 0};
   outcome.json = filter_json(settings, torch, reasons, stats, compiled_stats, compile_text,
-                             determinism, spent, memory, retried_because);
+                             determinism, spent, used, retried_because);
   return outcome;
 }
 
@@ -639,8 +665,8 @@ TaskFilter::TaskFilter(TaskFilter&&) noexcept = default;
 TaskFilter& TaskFilter::operator=(TaskFilter&&) noexcept = default;
 TaskFilter::~TaskFilter() = default;
 
-FilterOutcome TaskFilter::run(const std::string& model_py, std::uint64_t memory_bytes) const {
-  return state_->filter(model_py, memory_bytes);
+FilterOutcome TaskFilter::run(const std::string& model_py, TaskMemory memory) const {
+  return state_->filter(model_py, memory);
 }
 
 std::string TaskFilter::job_key(const std::string& model_py) const {

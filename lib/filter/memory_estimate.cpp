@@ -36,9 +36,9 @@ std::optional<std::uint64_t> tensor_bytes(simdjson::dom::element shape, std::uin
 
 }  // namespace
 
-std::uint64_t task_memory_estimate(simdjson::dom::element task) {
+TaskMemory task_memory_estimate(simdjson::dom::element task) {
   simdjson::dom::object meta;
-  if (task["meta"].get_object().get(meta)) return 0;
+  if (task["meta"].get_object().get(meta)) return {};
   std::string_view dtype;
   simdjson::dom::array inputs;
   simdjson::dom::element output;
@@ -46,20 +46,21 @@ std::uint64_t task_memory_estimate(simdjson::dom::element task) {
   if (meta["dtype"].get_string().get(dtype) || meta["input_shapes"].get_array().get(inputs) ||
       meta["output_shape"].get(output) || meta["bytes"].get_int64().get(traffic) || traffic < 0 ||
       static_cast<std::uint64_t>(traffic) > kMaxBytes) {
-    return 0;
+    return {};
   }
   const auto size = element_size(dtype);
-  if (!size) return 0;
+  if (!size) return {};
   std::uint64_t input_bytes = 0;
   for (auto shape : inputs) {
     const auto bytes = tensor_bytes(shape, *size);
-    if (!bytes) return 0;
+    if (!bytes) return {};
     input_bytes += *bytes;
-    if (input_bytes > kMaxBytes) return 0;
+    if (input_bytes > kMaxBytes) return {};
   }
   const auto output_bytes = tensor_bytes(output, *size);
-  if (!output_bytes) return 0;
-  return 2 * input_bytes + 2 * *output_bytes + static_cast<std::uint64_t>(traffic) / 2;
+  if (!output_bytes) return {};
+  return {2 * input_bytes + 2 * *output_bytes + static_cast<std::uint64_t>(traffic) / 2,
+          input_bytes + *output_bytes};
 }
 
 }  // namespace cudaagent

@@ -91,8 +91,7 @@ class FilterStage final : public RecordStage {
     std::string id(record.id);
     std::string source(model_py);
     simdjson::dom::element task;
-    const std::uint64_t memory_bytes =
-        record.object["task"].get(task) ? 0 : task_memory_estimate(task);
+    const TaskMemory memory = record.object["task"].get(task) ? TaskMemory{} : task_memory_estimate(task);
     std::string job_key;
     if (store_ != nullptr) {
       job_key = filter_.job_key(source);
@@ -107,9 +106,9 @@ class FilterStage final : public RecordStage {
       }
     }
     return [this, source = std::move(source), id = std::move(id), job_key = std::move(job_key),
-            memory_bytes] {
+            memory] {
       if (gave_up_.load()) return RecordEdit::interrupted();  // not run: a re-run does it
-      FilterOutcome outcome = filter_.run(source, memory_bytes);
+      FilterOutcome outcome = filter_.run(source, memory);
       if (outcome.stopped) return RecordEdit::interrupted();  // no result: a re-run does it
       if (outcome.infra) {
         ++failed_;

@@ -13,7 +13,8 @@ rm -f "/tmp/$marker"
 names=(good nondeterministic input_independent constant all_zero syntax_error missing_get_inputs
        get_inputs_raises infinite_loop huge_tensor writes_file opens_socket slow exits_process)
 # The good task carries synth's description of its tensors, from which its device memory is
-# estimated: 2 * 4,096 input bytes + 2 * 4,096 output bytes + 10,000 / 2 of traffic.
+# estimated: 2 * 4,096 input bytes + 2 * 4,096 output bytes + 10,000 / 2 of traffic (of which
+# 4,096 + 4,096 resident while torch.compile works).
 "$records" "${names[@]}" |
   jq -c 'if .id == "good" then .task.meta = {dtype: "float32", input_shapes: [[16, 64]],
                                              output_shape: [16, 64], bytes: 10000} else . end' \
@@ -68,7 +69,7 @@ jq -e -s '.[] | select(.id == "good") | .filter.seconds | .seat_wait >= 0 and
   "$scratch/out.jsonl" >/dev/null || fail "good: seconds $(head -1 "$scratch/out.jsonl" | jq -c .filter.seconds)"
 
 # The estimate is recorded beside the job's peak (0 on the CPU); a task without meta has none.
-jq -e -s '(.[] | select(.id == "good") | .filter.memory == {estimate_bytes: 21384, peak_bytes: 0}) and
+jq -e -s '(.[] | select(.id == "good") | .filter.memory == {estimate_bytes: 21384, resident_bytes: 8192, peak_bytes: 0}) and
           (.[] | select(.id == "slow") | .filter.memory.estimate_bytes == 0)' "$scratch/out.jsonl" >/dev/null ||
   fail "memory: $(jq -c '{id, memory: .filter.memory}' "$scratch/out.jsonl" | head -3)"
 

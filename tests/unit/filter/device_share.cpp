@@ -180,3 +180,110 @@ TEST_CASE("device share: a stop request ends a wait for memory, and its turn is 
   REQUIRE(again);
   share.leave(again.value());
 }
+
+TEST_CASE("device share: a task lends what it does not hold while shrunk, with room kept for it") {
+  DeviceShare share(1, 100);
+  // 60 bytes at its peak, 20 while shrunk: admitted with room for its growth of 40.
+  auto a = share.take(false, 60, nullptr, 20);
+  REQUIRE(a);
+  // 60 + 30 + the 40 that a may still ask back: over the budget, so b waits...
+  auto b = std::async(std::launch::async, [&] { return share.take(false, 30, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(b));
+  share.shrink(a.value());  // ...until a holds only 20: 20 + 30 + 40 fits
+  CHECK(share.shrunk(a.value()));
+  auto b_seat = b.get();
+  REQUIRE(b_seat);
+  // a takes its 40 back at once: the room was kept.
+  CHECK(share.grow(a.value(), nullptr).is_ok());
+  CHECK_FALSE(share.shrunk(a.value()));
+  // Shrinking is once per seat: a holds its whole estimate from now on.
+  share.shrink(a.value());
+  CHECK_FALSE(share.shrunk(a.value()));
+  auto c = std::async(std::launch::async, [&] { return share.take(false, 20, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(c));  // 60 + 30 + 20 > 100
+  share.leave(b_seat.value());
+  auto c_seat = c.get();
+  REQUIRE(c_seat);
+  share.leave(a.value());
+  share.leave(c_seat.value());
+}
+
+TEST_CASE("device share: a growth waits for memory others hold, and no new task gets in meanwhile") {
+  DeviceShare share(1, 100);
+  auto a = share.take(false, 50, nullptr, 10);  // growth 40: 0 + 50 + 40 fits
+  REQUIRE(a);
+  share.shrink(a.value());
+  auto d = share.take(false, 50, nullptr, 10);  // 10 + 50 + 40 fits
+  REQUIRE(d);
+  share.shrink(d.value());
+  auto b = share.take(false, 40, nullptr);  // 20 + 40 + 40 fits
+  REQUIRE(b);
+  REQUIRE(share.grow(a.value(), nullptr).is_ok());  // 60 + 40: the room kept for one growth
+  auto d_grows = std::async(std::launch::async, [&] { return share.grow(d.value(), nullptr); });
+  CHECK(still_waiting(d_grows));  // 100 + 40: it waits for a task to end
+  auto e = std::async(std::launch::async, [&] { return share.take(false, 1, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(e));
+  share.leave(b.value());  // 60 + 40 fits: d grows; e still waits (100 + 1)
+  CHECK(d_grows.get().is_ok());
+  CHECK(still_waiting(e));
+  share.leave(a.value());
+  auto e_seat = e.get();
+  REQUIRE(e_seat);
+  share.leave(d.value());
+  share.leave(e_seat.value());
+}
+
+TEST_CASE("device share: a task let in only because the device was empty never shrinks") {
+  DeviceShare share(1, 100);
+  auto big = share.take(false, 150, nullptr, 10);  // over the budget: it runs by itself
+  REQUIRE(big);
+  share.shrink(big.value());
+  CHECK_FALSE(share.shrunk(big.value()));
+  auto small = std::async(std::launch::async, [&] { return share.take(false, 10, nullptr); });
+  until_queued(share, 1);
+  CHECK(still_waiting(small));
+  share.leave(big.value());
+  auto small_seat = small.get();
+  REQUIRE(small_seat);
+  share.leave(small_seat.value());
+  // Without a budget (admission by count), nothing shrinks either.
+  DeviceShare counted(1);
+  auto seat = counted.take(false, 60, nullptr, 20);
+  REQUIRE(seat);
+  counted.shrink(seat.value());
+  CHECK_FALSE(counted.shrunk(seat.value()));
+  counted.leave(seat.value());
+}
+
+TEST_CASE("device share: a stop request ends a wait to grow") {
+  DeviceShare share(1, 100);
+  auto a = share.take(false, 50, nullptr, 10);
+  REQUIRE(a);
+  share.shrink(a.value());
+  auto d = share.take(false, 50, nullptr, 10);
+  REQUIRE(d);
+  share.shrink(d.value());
+  auto b = share.take(false, 40, nullptr);
+  REQUIRE(b);
+  REQUIRE(share.grow(a.value(), nullptr).is_ok());
+  std::atomic<int> stop{0};
+  auto d_grows = std::async(std::launch::async, [&] { return share.grow(d.value(), &stop); });
+  CHECK(still_waiting(d_grows));
+  stop = SIGTERM;
+  CHECK_FALSE(d_grows.get().is_ok());
+  CHECK(share.shrunk(d.value()));  // still holding only its resident bytes, which leave() returns
+  share.leave(d.value());
+  share.leave(a.value());
+  share.leave(b.value());
+  // Everything was given back: two tasks of half the budget fit side by side.
+  auto first = share.take(false, 50, nullptr);
+  auto second = share.take(false, 50, nullptr);
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(share.shared(second.value()));
+  share.leave(first.value());
+  share.leave(second.value());
+}

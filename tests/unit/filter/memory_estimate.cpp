@@ -1,5 +1,6 @@
-// task_memory_estimate: 2 * inputs + 2 * output + traffic / 2 from synth's task.meta, and 0 (unknown)
-// for anything that does not describe a task's tensors.
+// task_memory_estimate: 2 * inputs + 2 * output + traffic / 2 from synth's task.meta (inputs +
+// output resident while torch.compile works), and 0 (unknown) for anything that does not describe
+// a task's tensors.
 #include "cudaagent/filter/memory_estimate.h"
 
 #include <doctest/doctest.h>
@@ -9,12 +10,14 @@
 
 namespace {
 
-std::uint64_t estimate(const std::string& task_json) {
+cudaagent::TaskMemory memory(const std::string& task_json) {
   simdjson::dom::parser parser;
   simdjson::dom::element task;
   REQUIRE_FALSE(parser.parse(task_json).get(task));
   return cudaagent::task_memory_estimate(task);
 }
+
+std::uint64_t estimate(const std::string& task_json) { return memory(task_json).peak; }
 
 std::string task_with(const std::string& meta) { return R"({"model_py": "x", "meta": )" + meta + "}"; }
 
@@ -31,6 +34,8 @@ TEST_CASE("task_memory_estimate: two input sets, two outputs and half the traffi
   CHECK(estimate(task_with(R"({"dtype": "float32", "input_shapes": [[229376, 1217]],
                                "output_shape": [229376, 1223], "bytes": 4471924232})")) ==
         2 * in + 2 * out + 4471924232ULL / 2);
+  CHECK(memory(task_with(R"({"dtype": "float32", "input_shapes": [[2, 3], [5]],
+                             "output_shape": [2, 3], "bytes": 100})")).resident == 44 + 24);
 }
 
 TEST_CASE("task_memory_estimate: unknown (0) without a usable description") {
@@ -47,5 +52,6 @@ TEST_CASE("task_memory_estimate: unknown (0) without a usable description") {
        }) {
     CAPTURE(task);
     CHECK(estimate(task) == 0);
+    CHECK(memory(task).resident == 0);
   }
 }

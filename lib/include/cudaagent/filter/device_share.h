@@ -5,6 +5,14 @@
 // after it ran out of GPU memory or disk beside other tasks): it waits until the tasks there
 // have ended, and no new task starts there while it waits or runs. Thread-safe; every wait ends
 // within 0.2 s of a stop request.
+//
+// A task may hold less than its estimate for a while (its job spends seconds on the CPU in
+// torch.compile holding only its inputs and one output): shrink() gives the rest back to the
+// device, and grow() takes it again, waiting until it fits; while a task waits to grow, no new
+// task is let in. This cannot deadlock: a task is admitted with room for its estimate plus the
+// largest growth any task on the device may still ask for, so once the tasks that hold their
+// whole estimate have ended, every shrunk task's growth fits (a task admitted only because the
+// device was empty never shrinks).
 #pragma once
 
 #include <atomic>
@@ -14,6 +22,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "cudaagent/base/status.h"
@@ -35,7 +44,17 @@ class DeviceShare {
   // task's estimated device memory; 0 when unknown) fit the budget, blocking until there is one
   // and no earlier task still waits; or with `alone`, the least busy device once it is empty. A
   // Status when `stop` (may be null) became non-zero during the wait.
-  Result<Seat> take(bool alone, std::uint64_t bytes, const std::atomic<int>* stop);
+  // `resident` (at most `bytes`) is what the task keeps while shrunk; by default all of it.
+  Result<Seat> take(bool alone, std::uint64_t bytes, const std::atomic<int>* stop,
+                    std::optional<std::uint64_t> resident = std::nullopt);
+  // Holds only the seat's resident bytes from now on (once per seat; nothing for a seat that may
+  // not shrink).
+  void shrink(const Seat& seat);
+  // Holds the whole estimate again, waiting until it fits; at once for a seat never shrunk or
+  // already grown. A Status when `stop` became non-zero during the wait.
+  Status grow(const Seat& seat, const std::atomic<int>* stop);
+  // Whether the seat holds less than its estimate now.
+  bool shrunk(const Seat& seat) const;
   void leave(const Seat& seat);
   // Whether another task held a seat on the same device at any time since this one was taken.
   bool shared(const Seat& seat) const;
@@ -47,20 +66,28 @@ class DeviceShare {
  private:
   struct Device {
     int busy = 0;
-    std::uint64_t bytes = 0;  // the estimates of the tasks seated there
+    std::uint64_t bytes = 0;  // what the tasks seated there hold (estimates, or resident bytes)
     int alone_waiting = 0;
     bool alone_running = false;
+    int growing = 0;  // tasks waiting to grow: no new task is let in meanwhile
   };
   struct Taken {
     std::size_t device = 0;
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = 0;   // the estimate
+    std::uint64_t growth = 0;  // estimate - resident: what shrink() gives back
+    bool may_shrink = false;   // admitted with room for the growth (see the class comment)
+    bool is_shrunk = false;
+    bool grown = false;        // shrunk once and grown again: its growth is settled
     bool alone = false;
     bool shared = false;
   };
+  // The largest growth that tasks on `device` may still ask for.
+  std::uint64_t pending_growth(std::size_t device) const;
   Result<Seat> take_alone(std::unique_lock<std::mutex>& lock, const std::atomic<int>* stop);
   Result<Seat> take_in_turn(std::unique_lock<std::mutex>& lock, std::uint64_t bytes,
-                            const std::atomic<int>* stop);
-  Seat seat_on(std::size_t device, std::uint64_t bytes, bool alone);
+                            std::uint64_t growth, const std::atomic<int>* stop);
+  Seat seat_on(std::size_t device, std::uint64_t bytes, std::uint64_t growth, bool may_shrink,
+               bool alone);
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

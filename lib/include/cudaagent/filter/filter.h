@@ -19,6 +19,7 @@
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/tensor_compare.h"
 #include "cudaagent/filter/checks.h"
+#include "cudaagent/filter/memory_estimate.h"
 #include "cudaagent/sandbox/process.h"
 #include "cudaagent/sandbox/runner.h"
 #include "cudaagent/sandbox/torch_env.h"
@@ -66,8 +67,10 @@ struct FilterSettings {
 // retried with the device alone, "disk" reason, cached memory released during torch.compile;
 // 7: the slot given back at "timed", tasks admitted by estimated memory, filter.memory and the
 // job's seconds by phase in the record; 8: the outputs judged in the job, on their device (no
-// output files), compile skipped for a task eager already rejects, seat_wait in the record
-inline constexpr std::string_view kFilterRulesVersion = "filter-8";
+// output files), compile skipped for a task eager already rejects, seat_wait in the record;
+// 9: the task's memory beyond its resident bytes lent out while torch.compile works (the job's
+// "compiling" and "compiled"), grow_wait and resident_bytes in the record
+inline constexpr std::string_view kFilterRulesVersion = "filter-9";
 
 struct FilterOutcome {
   // True when the machinery failed (the sandbox could not start, torch could not be imported):
@@ -94,8 +97,9 @@ class TaskFilter {
   // so there are as many workers as tasks ever ran at once; they live as long as this object),
   // and that device's timing slot (an exclusive flock on <cache_dir>/locks/<device>.lock, so
   // other filter runs on the machine wait too) for its timing job.
-  // `memory_bytes`: the task's estimated device memory (task_memory_estimate; 0 when unknown).
-  FilterOutcome run(const std::string& model_py, std::uint64_t memory_bytes = 0) const;
+  // `memory`: the task's estimated device memory (task_memory_estimate; 0 when unknown), of
+  // which only `resident` is held while its job's torch.compile works on the CPU.
+  FilterOutcome run(const std::string& model_py, TaskMemory memory = {}) const;
 
   // The content key of a task's result: a SHA-256 over the rules version, the source, every
   // setting that can change the result, the torch and Python versions, the device and the GPU's

@@ -16,6 +16,13 @@
 
 namespace cudaagent {
 
-std::uint64_t task_memory_estimate(simdjson::dom::element task);
+struct TaskMemory {
+  std::uint64_t peak = 0;
+  // inputs + output: what the job holds while torch.compile works on the CPU (one input draw, the
+  // first eager output kept to compare with), so that the filter can lend the rest to other tasks
+  // meanwhile (DeviceShare::shrink).
+  std::uint64_t resident = 0;
+};
+TaskMemory task_memory_estimate(simdjson::dom::element task);
 
 }  // namespace cudaagent
