@@ -47,7 +47,7 @@ def log_buckets(lo, hi, n):
 def phase_means(filters):
     """Mean seconds of each phase of the task's job, over the tasks whose records carry them
     (filter records from before the phases were recorded have none); in the job's order."""
-    order = ["start", "torch", "load", "interface", "init", "inputs", "forward", "compile",
+    order = ["start", "torch", "load", "interface", "init", "inputs", "forward", "judge", "compile",
              "checked", "warmup", "timing", "compile_warmup", "compile_timing"]
     timed = [f["seconds"]["phases"] for f in filters if f.get("seconds", {}).get("phases")]
     if not timed:
