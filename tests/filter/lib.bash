@@ -23,3 +23,16 @@ checks_of() {
 kept_of() {
   jq -r --arg id "$2" 'select(.id == $id) | .filter.kept' "$1"
 }
+
+# A copy of share/ in $scratch/share whose harness/filter_task.py is the wrapper read from standard
+# input; the real job is real_filter_task.py beside it, which the wrapper runs at its end with
+#   sys.argv[0] = os.path.join(os.path.dirname(__file__), "real_filter_task.py")
+#   runpy.run_path(sys.argv[0], run_name="__main__")
+# Run the filter with CUDAAGENT_SHARE_DIR=$scratch/share (and unsandboxed, as the wrappers need).
+wrap_filter_task() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  cp -r "$root/share" "$scratch/share"
+  mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
+  cat >"$scratch/share/harness/filter_task.py"
+}

@@ -8,11 +8,8 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
 filter_setup "$1"
-root=$(cd "$(dirname "$0")/../../.." && pwd)
 "$records" good >"$scratch/in.jsonl"
-cp -r "$root/share" "$scratch/share"
-mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
-cat >"$scratch/share/harness/filter_task.py" <<'PY'
+wrap_filter_task <<'PY'
 import os, runpy, sys
 if "--memory-turns" not in sys.argv:
     sys.stderr.write("the filter did not ask for memory turns\n")

@@ -8,15 +8,12 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
 filter_setup "$1"
-root=$(cd "$(dirname "$0")/../../.." && pwd)
 "$records" good | jq -c '.id = "task-1"' >"$scratch/in.jsonl"
 "$records" good | jq -c '.id = "task-2" | .task.model_py += "\n# another task\n"' >>"$scratch/in.jsonl"
 
 marks=$scratch/marks
 mkdir -m 0777 "$marks"
-cp -r "$root/share" "$scratch/share"
-mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
-cat >"$scratch/share/harness/filter_task.py" <<PY
+wrap_filter_task <<PY
 import glob, hashlib, os, runpy, sys, time
 marks = "$marks"
 mine = os.path.join(marks, str(os.getpid()))

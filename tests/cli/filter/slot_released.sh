@@ -7,11 +7,8 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
 filter_setup "$1"
-root=$(cd "$(dirname "$0")/../../.." && pwd)
 "$records" good >"$scratch/in.jsonl"
-cp -r "$root/share" "$scratch/share"
-mv "$scratch/share/harness/filter_task.py" "$scratch/share/harness/real_filter_task.py"
-cat >"$scratch/share/harness/filter_task.py" <<'PY'
+wrap_filter_task <<'PY'
 import os, runpy, sys, time
 real_exit = os._exit
 def slow_exit(status):
