@@ -307,8 +307,9 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   using Awaited = std::optional<ProcessResult>;
   const auto await_line = [&](std::string_view expected,
                               SteadyClock::time_point start) -> Result<Awaited> {
+    const double grow_wait_before = seconds.grow_wait;
     for (;;) {
-      const double remaining = limit - (since(start) - seconds.grow_wait);
+      const double remaining = limit - (since(start) - (seconds.grow_wait - grow_wait_before));
       if (remaining <= 0) return Awaited(timed_out());
       auto message = session.receive(remaining);
       if (!message) return message.status();
@@ -331,7 +332,7 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
   if (Status grown = share->grow(worker.seat, settings.stop); !grown) return grown;
   seconds.grow_wait += since(regrowing);
   const auto after_check = SteadyClock::now();
-  // 2. The trusted side judges the check's files; a task rejected there is not timed.
+  // 2. The report's findings are validated and judged here; a task rejected there is not timed.
   std::string text;
   std::optional<HarnessReport> report;
   if (read_untrusted_file(out_dir + "/report.json", kReportLimit, text)) {
@@ -391,7 +392,7 @@ Result<TaskJob> TaskFilter::State::run_task_job(FilterWorker& worker, const std:
 
 namespace {
 
-// The job's directories: out/job-XXXXXX (check/ and time/, the outputs) and in/job-XXXXXX
+// The job's directories: out/job-XXXXXX (check/: the job's report) and in/job-XXXXXX
 // (model.py, read-only to the worker). The name is unpredictable, so nothing a process left in
 // out/ can be waiting under it. Both go when the job ends, unless --keep-job-dirs.
 struct JobDirs {

@@ -7,8 +7,12 @@ get_init_inputs) inside the OS sandbox, as one job that checks the task and then
           (share/harness/output_judge.py: degenerate values, determinism, input dependence,
           compile against eager), and the findings go into the report's "outputs"; the C++ side
           validates them and decides.
+  memory  with --memory-turns, the process says "compiling" when torch.compile starts working
+          on the CPU and "compiled" when it is done, then waits for "go" before the compiled
+          graph runs (lend_memory_while_compiling): the filter lends the task's device memory
+          beyond its inputs and first output to other tasks meanwhile.
   timing  with --await-go (an interactive job), the process then says "checked" and waits. The
-          C++ side judges the files meanwhile; for a task that passed, it takes the device's
+          C++ side reads its findings meanwhile; for a task that passed, it takes the device's
           timing slot and says "go": warm-up calls, then timed calls of eager forward on the first
           input set until --runs samples or --budget-s seconds, then the same for the compiled
           model, in this process, so the model is built, the inputs drawn and the graph compiled
@@ -19,8 +23,8 @@ get_init_inputs) inside the OS sandbox, as one job that checks the task and then
 The report (report.json in --out) is kept up to date (written whole, then renamed), so a process
 that hangs or dies still says which phase it was in. Task code runs in this process, so the C++
 side reads the report as untrusted data, validated and bounded. The filter guards the training set
-against broken tasks, not hostile ones (output_judge.py says why its checks run here). Exit status: 0 done, 3 the task raised (the report
-says where), 4 torch could not be imported.
+against broken tasks, not hostile ones (output_judge.py says why its checks run here). Exit
+status: 0 done, 3 the task raised (the report says where), 4 torch could not be imported.
 """
 
 import argparse
