@@ -57,7 +57,9 @@ def flatten(torch, value, path="output"):
             if dtype is None:
                 leaves.append((where, "other", f"tensor of {item.dtype}"))
             else:
-                leaves.append((where, "tensor", item.detach()))
+                # Contiguous once here (a copy only for a strided output), so that every pass
+                # below flattens it as a view instead of copying it again.
+                leaves.append((where, "tensor", item.detach().contiguous()))
         elif type(item) in (tuple, list):
             shape.append((where, type(item).__name__, len(item)))
             for i, element in enumerate(item):
