@@ -13,7 +13,21 @@
 namespace cudaagent {
 
 namespace {
+
 constexpr auto kStopPoll = std::chrono::milliseconds(200);
+
+// Waits on `changed` until `ready()` holds, or returns the Status of a stop request (looked at
+// first: nothing starts once one came); the caller undoes its own bookkeeping then.
+template <class Ready>
+Status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& changed,
+                  const std::atomic<int>* stop, Ready ready) {
+  for (;;) {
+    if (stop != nullptr && stop->load() != 0) return stopped_status(stop->load());
+    if (ready()) return Status::ok();
+    changed.wait_for(lock, kStopPoll);
+  }
+}
+
 }  // namespace
 
 DeviceShare::DeviceShare(std::size_t devices, std::uint64_t memory_budget)
@@ -35,16 +49,13 @@ Result<DeviceShare::Seat> DeviceShare::take_alone(std::unique_lock<std::mutex>& 
   }
   Device& d = devices_[device];
   ++d.alone_waiting;
-  for (;;) {
-    if (stop != nullptr && stop->load() != 0) {
-      --d.alone_waiting;
-      changed_.notify_all();
-      return stopped_status(stop->load());
-    }
-    if (d.busy == 0 && !d.alone_running) break;
-    changed_.wait_for(lock, kStopPoll);
-  }
+  const Status waited =
+      wait_until(lock, changed_, stop, [&] { return d.busy == 0 && !d.alone_running; });
   --d.alone_waiting;
+  if (!waited) {
+    changed_.notify_all();
+    return waited;
+  }
   d.alone_running = true;
   return seat_on(device, 0, 0, false, true);
 }
@@ -74,21 +85,15 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
     }
     return best;
   };
-  for (;;) {
-    // A stop request is looked at first: no task starts once one came.
-    if (stop != nullptr && stop->load() != 0) {
-      give_up_turn();
-      return stopped_status(stop->load());
-    }
-    if (turns_.front() == ticket) {
-      if (auto device = free_device()) {
-        give_up_turn();  // the next task's turn
-        const bool may_shrink = memory_budget_ > 0 && growth > 0 && fits_with_growth(*device);
-        return seat_on(*device, bytes, growth, may_shrink, false);
-      }
-    }
-    changed_.wait_for(lock, kStopPoll);
-  }
+  std::optional<std::size_t> device;
+  const Status waited = wait_until(lock, changed_, stop, [&] {
+    if (turns_.front() == ticket) device = free_device();
+    return device.has_value();
+  });
+  give_up_turn();  // the next task's turn, whether this one got a seat or was stopped
+  if (!waited) return waited;
+  const bool may_shrink = memory_budget_ > 0 && growth > 0 && fits_with_growth(*device);
+  return seat_on(*device, bytes, growth, may_shrink, false);
 }
 
 DeviceShare::Seat DeviceShare::seat_on(std::size_t device, std::uint64_t bytes,
@@ -116,8 +121,9 @@ void DeviceShare::leave(const Seat& seat) {
   if (found == seats_.end()) return;
   Device& d = devices_[found->second.device];
   --d.busy;
-  d.bytes -= found->second.is_shrunk ? found->second.bytes - found->second.growth : found->second.bytes;
-  if (found->second.alone) d.alone_running = false;
+  const Taken& taken = found->second;
+  d.bytes -= taken.is_shrunk ? taken.bytes - taken.growth : taken.bytes;
+  if (taken.alone) d.alone_running = false;
   seats_.erase(found);
   changed_.notify_all();
 }
@@ -135,24 +141,21 @@ void DeviceShare::shrink(const Seat& seat) {
 
 Status DeviceShare::grow(const Seat& seat, const std::atomic<int>* stop) {
   std::unique_lock lock(mutex_);
-  auto found = seats_.find(seat.id);
+  const auto found = seats_.find(seat.id);
   if (found == seats_.end() || !found->second.is_shrunk) return Status::ok();
   Device& d = devices_[found->second.device];
+  Taken& taken = found->second;  // the seat stays while its own task waits here
   ++d.growing;
-  for (;;) {
-    if (stop != nullptr && stop->load() != 0) {
-      --d.growing;
-      changed_.notify_all();
-      return stopped_status(stop->load());
-    }
-    found = seats_.find(seat.id);
-    if (d.bytes + found->second.growth <= memory_budget_) break;
-    changed_.wait_for(lock, kStopPoll);
-  }
+  const Status waited =
+      wait_until(lock, changed_, stop, [&] { return d.bytes + taken.growth <= memory_budget_; });
   --d.growing;
-  found->second.is_shrunk = false;
-  found->second.grown = true;
-  d.bytes += found->second.growth;
+  if (!waited) {
+    changed_.notify_all();
+    return waited;
+  }
+  taken.is_shrunk = false;
+  taken.grown = true;
+  d.bytes += taken.growth;
   changed_.notify_all();
   return Status::ok();
 }
@@ -166,7 +169,9 @@ bool DeviceShare::shrunk(const Seat& seat) const {
 std::uint64_t DeviceShare::pending_growth(std::size_t device) const {
   std::uint64_t largest = 0;
   for (const auto& [id, taken] : seats_) {
-    if (taken.device == device && taken.may_shrink && !taken.grown) largest = std::max(largest, taken.growth);
+    if (taken.device == device && taken.may_shrink && !taken.grown) {
+      largest = std::max(largest, taken.growth);
+    }
   }
   return largest;
 }
