@@ -16,6 +16,13 @@
 #   finish    the first --target kept candidates, in stream order, to OUT/tasks.jsonl.zst, with
 #             OUT/CARD.md and OUT/card.json made from the state (scripts/dataset_card.py)
 #   status    what the state holds and the projection; runs nothing
+#   save      copies the state, without its store, into --progress (default
+#             share/datasets/ops6k/progress, which is committed): state.json, parts.jsonl,
+#             candidates.jsonl.gz and each part's results as results/part-NNN.jsonl.gz, written
+#             once and never changed, so a commit after every part adds only that part. A device
+#             machine and this one both start bare: what is not committed is lost
+#   restore   makes --state from --progress (refusing to overwrite a prepared state without
+#             --force), so the next part goes on where the last saved one stopped
 #   all       prepare (unless STATE has been prepared), filter without a time limit, finish
 #   sample    `all` on the CPU with tiny tasks into build/dataset-sample: the whole flow in a
 #             minute or two (prepare's defaults become --device cpu --count 60 --target 24)
@@ -64,29 +71,32 @@
 #   finish:
 #   --out DIR            where the dataset goes (default share/datasets/ops6k)
 #   --partial            ship fewer than --target kept tasks (a sample) instead of failing
+#   save, restore:
+#   --progress DIR       the committed copy (default share/datasets/ops6k/progress)
 #
 # The device call of a part (the lead's; tests/gpu/lease_h200.sh dataset does this, with the state
 # carried in as .data/ops6k and the binaries as build/layout/bin and .deps):
 #   cp -r .data/ops6k $OUT/ops6k && scripts/build_dataset.sh filter --state $OUT/ops6k \
 #     --bin build/layout/bin --seconds 480 --grace 40
-# then, back here: rm -rf .data/ops6k && cp -r FILES_AT/ops6k .data/ops6k (and again until the
-# status says the target is reached), then scripts/build_dataset.sh finish.
+# then, back here: rm -rf .data/ops6k && cp -r FILES_AT/ops6k .data/ops6k, scripts/build_dataset.sh
+# save and a commit (and again until the status says the target is reached; a new session starts
+# with scripts/build_dataset.sh restore), then scripts/build_dataset.sh finish.
 # Needs bash, jq, gzip; finish also zstd and python3. Nothing here is timed by tests.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '7,73p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '7,84p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 die() { echo "build_dataset: $*" >&2; exit 1; }
 
 (($#)) || usage
 phase=$1
 shift
 case $phase in
-  prepare | filter | finish | status | all | sample) ;;
+  prepare | filter | finish | status | save | restore | all | sample) ;;
   -h | --help) usage 0 ;;
   *) echo "build_dataset: unknown phase '$phase'" >&2; usage ;;
 esac
 
-state=$here/.data/ops6k out_dir=$here/share/datasets/ops6k
+state=$here/.data/ops6k out_dir=$here/share/datasets/ops6k progress=$here/share/datasets/ops6k/progress
 bin=${CUDAAGENT_BIN:-}
 device="" seed="" count="" target="" window="" timeout="" threshold=0.9 force=0 partial=0
 seconds=0 grace=60 max_tasks=0 jobs="" gpus="" log=""
@@ -122,6 +132,7 @@ while (($#)); do
     --filter-arg) filter_extra+=("$2") ;;
     --max-tasks) max_tasks=$2 ;;
     --out) out_dir=$2 ;;
+    --progress) progress=$2 ;;
     *) echo "build_dataset: unknown argument '$1'" >&2; usage ;;
   esac
   shift 2
@@ -484,10 +495,79 @@ finish() {
   echo "build_dataset: $shipped tasks in $out_dir/tasks.jsonl.zst ($(du -k "$out_dir/tasks.jsonl.zst" | cut -f1) KiB), card in $out_dir/CARD.md" >&2
 }
 
+# --- save and restore --------------------------------------------------------------------------
+# The committed copy holds everything but the store (a cache the next part can do without). Each
+# part's results go into a file of their own that never changes once written: a part's results
+# are final when its call has returned, and a later part only appends results under a new number.
+save() {
+  [[ -f $state/state.json && -f $state/candidates.jsonl.gz ]] || die "$state is not prepared"
+  # Read, not opened: a save that is refused leaves the state as it found it.
+  local results=$work/results.jsonl
+  if [[ -f $state/results.jsonl ]]; then
+    jq -cR 'fromjson? | select(type == "object" and .id and .filter)' "$state/results.jsonl" >"$results"
+  else
+    gzip -dc "$state/results.jsonl.gz" >"$results"
+  fi || die "cannot read the results in $state"
+  mkdir -p "$progress/results" || exit 1
+  local file
+  for file in state.json candidates.jsonl.gz; do
+    if [[ -f $progress/$file ]]; then
+      cmp -s "$state/$file" "$progress/$file" ||
+        die "$progress/$file differs from $state/$file: another state was saved there (restore it, or save elsewhere)"
+    else
+      cp "$state/$file" "$progress/$file" || die "cannot write $progress/$file"
+    fi
+  done
+  # parts.jsonl only grows: what was saved must still be its beginning.
+  if [[ -f $progress/parts.jsonl ]]; then
+    cmp -s -n "$(wc -c <"$progress/parts.jsonl")" "$progress/parts.jsonl" "$state/parts.jsonl" ||
+      die "$state/parts.jsonl does not go on from $progress/parts.jsonl"
+  fi
+  cp "$state/parts.jsonl" "$progress/parts.jsonl" || die "cannot write $progress/parts.jsonl"
+  local part added=0 kept_parts=0
+  for part in $(jq -r .part "$results" | sort -nu); do
+    file=$progress/results/part-$(printf %03d "$part").jsonl.gz
+    grep "\"part\":$part," "$results" >"$work/part.jsonl"
+    if [[ -f $file ]]; then
+      gzip -dc "$file" | cmp -s - "$work/part.jsonl" || die "$file differs from part $part's results in $state"
+      kept_parts=$((kept_parts + 1))
+    else
+      gzip -6 -n <"$work/part.jsonl" >"$file.tmp" && mv "$file.tmp" "$file" || die "cannot write $file"
+      added=$((added + 1))
+    fi
+  done
+  echo "build_dataset: saved $state to $progress: $added new parts, $kept_parts already there ($(du -sk "$progress" | cut -f1) KiB)" >&2
+}
+
+restore() {
+  [[ -f $progress/state.json && -f $progress/candidates.jsonl.gz ]] || die "nothing saved in $progress"
+  if [[ -f $state/state.json ]] && ((!force)); then
+    die "$state is prepared already (--force replaces it with what $progress holds)"
+  fi
+  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,results.jsonl.gz,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
+  cp "$progress/state.json" "$progress/candidates.jsonl.gz" "$state/" || die "cannot copy into $state"
+  if [[ -f $progress/parts.jsonl ]]; then cp "$progress/parts.jsonl" "$state/"; else : >"$state/parts.jsonl"; fi
+  # In part order (the names sort so), as one file: what the parts had appended.
+  local files=()
+  shopt -s nullglob
+  files=("$progress"/results/part-*.jsonl.gz)
+  shopt -u nullglob
+  if ((${#files[@]})); then
+    cat "${files[@]}" | gzip -dc >"$state/results.jsonl" || die "cannot read $progress/results"
+  else
+    : >"$state/results.jsonl"
+  fi
+  open_results
+  report >&2
+  close_results
+}
+
 case $phase in
   prepare) prepare ;;
   filter) filter_part ;;
   finish) finish ;;
+  save) save ;;
+  restore) restore ;;
   status)
     [[ -f $state/state.json ]] || die "$state is not prepared"
     open_results

@@ -2,7 +2,7 @@
 # scripts/build_dataset.sh on the CPU, end to end: prepare (synth, then dedup against a reference
 # set and the stream) -> filter in three parts, each on a copy of the state folder as a fresh
 # machine would get it (a fixed number of tasks; then, after part 1's end is made to look cut off,
-# a time limit; then until the target) -> finish. No task may be filtered twice or lost between parts, and the card's counts must be the
+# a time limit; then, after a save and a restore, until the target) -> finish. No task may be filtered twice or lost between parts, and the card's counts must be the
 # records' own. Nothing is timed: the time limit only decides where part 2 stops.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../../filter/lib.bash"
@@ -57,8 +57,28 @@ gzip -d "$s/filter.db.gz"
 # Part 2: at most 4 tasks (so that part 3 has work left), stopped by its time limit wherever it is
 # (SIGTERM; no count is expected).
 run filter --state "$s" --seconds 2 --grace 60 --max-tasks 4
-cp -r "$scratch/m2" "$scratch/m3" && rm -rf "$scratch/m2"
+# Between parts 2 and 3 the state goes through its committed copy (save, then restore on a
+# machine that has nothing else), as it does between sessions: the store stays behind.
+# (Part 2 may have been stopped before it finished a task: then only part 1 has results.)
+p=$scratch/progress
+saved_parts=$(gzip -dc "$s/results.jsonl.gz" | jq -r .part | sort -u | wc -l)
+run save --state "$s" --progress "$p"
+grep -q "$saved_parts new parts, 0 already there" "$scratch/err" || fail "save: $(cat "$scratch/err")"
+run save --state "$s" --progress "$p"
+grep -q "0 new parts, $saved_parts already there" "$scratch/err" || fail "a second save: $(cat "$scratch/err")"
+want="./candidates.jsonl.gz ./parts.jsonl ./results/part-001.jsonl.gz "
+((saved_parts == 1)) || want+="./results/part-002.jsonl.gz "
+want+="./state.json "
+[[ $(cd "$p" && find . -type f | sort | tr '\n' ' ') == "$want" ]] || fail "the saved copy holds: $(cd "$p" && find . -type f)"
+saved_results=$(gzip -dc "$s/results.jsonl.gz")
+rm -rf "$scratch/m2"
+run restore --state "$scratch/m3/ops" --progress "$p"
 s=$scratch/m3/ops
+[[ $(gzip -dc "$s/results.jsonl.gz") == "$saved_results" ]] || fail "restore did not give back the saved results"
+[[ ! -e $s/filter.db.gz ]] || fail "restore brought a store"
+code=0
+"$build" restore --state "$s" --progress "$p" --bin "$bin" 2>/dev/null || code=$?
+[[ $code == 1 ]] || fail "restore over a prepared state exited $code, expected 1"
 # Part 3: until the target is in hand.
 run filter --state "$s"
 grep -q "the target is reached" "$scratch/err" || fail "part 3 did not reach the target: $(cat "$scratch/err")"
@@ -68,6 +88,15 @@ run filter --state "$s"
 
 [[ $(ls "$s" | tr '\n' ' ') == "candidates.jsonl.gz filter.db.gz parts.jsonl results.jsonl.gz state.json " ]] ||
   fail "the state holds: $(ls "$s")"
+# Saving again adds part 3 only; a saved part that no longer matches the state is refused.
+run save --state "$s" --progress "$p"
+grep -q "1 new parts, $saved_parts already there" "$scratch/err" || fail "save after part 3: $(cat "$scratch/err")"
+cp "$p/results/part-001.jsonl.gz" "$scratch/part1.gz"
+gzip -dc "$scratch/part1.gz" | sed 1d | gzip -n >"$p/results/part-001.jsonl.gz"
+code=0
+"$build" save --state "$s" --progress "$p" --bin "$bin" 2>"$scratch/err" || code=$?
+[[ $code == 1 ]] && grep -q "part-001.jsonl.gz differs" "$scratch/err" || fail "a changed saved part: exit $code, $(cat "$scratch/err")"
+cp "$scratch/part1.gz" "$p/results/part-001.jsonl.gz"
 gzip -dc "$s/results.jsonl.gz" >"$scratch/results.jsonl"
 
 # Each id once, every one a candidate; part 1's lost summary recorded as cut off; nothing came from
@@ -131,7 +160,7 @@ code=0
 run finish --state "$s" --out "$scratch/out2" --partial
 # With the target out of reach, a last part filters every candidate that is left: now each
 # candidate has exactly one result (none lost, none twice), none from the store, and the store
-# holds one row per result.
+# holds one row per result filtered since it was made.
 run filter --state "$s"
 grep -q "0 candidates are left\|stopped: finished" "$scratch/err" || fail "part 4 did not run to the end: $(cat "$scratch/err")"
 gzip -dc "$s/results.jsonl.gz" >"$scratch/results.jsonl"
@@ -140,7 +169,9 @@ gzip -dc "$s/results.jsonl.gz" >"$scratch/results.jsonl"
 jq -se 'map(.from_store // 0) | add == 0' "$s/parts.jsonl" >/dev/null || fail "a part took results from the store"
 gzip -dc "$s/filter.db.gz" >"$scratch/filter.db"
 rows=$(sqlite3 "$scratch/filter.db" "SELECT count(*) FROM results WHERE stage = 'filter'")
-[[ $rows == "$n_cand" ]] || fail "the store holds $rows results for $n_cand candidates"
+# (The store was left behind at the restore: it holds what parts 3 and 4 filtered.)
+since_restore=$((n_cand - $(grep -c . <<<"$saved_results")))
+[[ $rows == "$since_restore" ]] || fail "the store holds $rows results for the $since_restore candidates filtered since the restore"
 grep -q "A partial build" "$scratch/out2/CARD.md" || fail "a partial card does not say so"
 code=0
 "$build" nonsense 2>/dev/null || code=$?
