@@ -17,7 +17,8 @@ import torch  # noqa: E402
 
 
 def settings(slow_ms=0.0):
-    return argparse.Namespace(device="cpu", warmup=2, runs=5, budget_s=5.0, slow_ms=slow_ms)
+    return argparse.Namespace(device="cpu", warmup=2, warmup_s=0.05, runs=5, budget_s=5.0,
+                              slow_ms=slow_ms)
 
 
 class TimeTaskTest(unittest.TestCase):

@@ -25,6 +25,6 @@ PY
 CUDAAGENT_SHARE_DIR=$scratch/share "$filter" --device cpu --window-ms 0.0001,25 --jobs 1 --timeout 60 \
   --allow-unsandboxed --no-sandbox -o "$scratch/out.jsonl" "$scratch/in.jsonl" 2>"$scratch/err" ||
   fail "exit $?: $(tail -3 "$scratch/err")"
-jq -e '.filter.kept and .filter.seconds.grow_wait >= 0 and .filter.eager_ms.runs == 20' "$scratch/out.jsonl" >/dev/null ||
+jq -e '.filter.kept and .filter.seconds.grow_wait >= 0 and .filter.eager_ms.runs == 10' "$scratch/out.jsonl" >/dev/null ||
   fail "the job's memory lines were not answered: $(jq -c .filter "$scratch/out.jsonl")"
 echo "ok: $(jq -c '.filter.seconds | {check, grow_wait}' "$scratch/out.jsonl")"
