@@ -21,7 +21,8 @@
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
 #   tests/gpu/lease_h200.sh dataset BIN OUT  (fork_poison_probe.py with FORK_PROBE=1), then one part of the training set's filter
 #       (scripts/build_dataset.sh filter) for most of the call: the state folder carried in as
-#       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh prepare` on the build machine)
+#       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh restore`, or prepare, on the
+#       build machine, and saved there again after the call: `scripts/build_dataset.sh save`)
 #       is copied to OUT/ops6k and the part runs there; what comes back as ops6k/ (5 files at most,
 #       with OUT/logs.tgz; the loose logs are removed so that the 8-file limit on what comes back
 #       keeps them all) replaces .data/ops6k before the next call
@@ -30,7 +31,7 @@
 # packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
 # A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
