@@ -508,35 +508,39 @@ save() {
   else
     gzip -dc "$state/results.jsonl.gz" >"$results"
   fi || die "cannot read the results in $state"
-  mkdir -p "$progress/results" || exit 1
+  # Everything is checked before anything is written: a refused save changes nothing there.
   local file
   for file in state.json candidates.jsonl.gz; do
-    if [[ -f $progress/$file ]]; then
-      cmp -s "$state/$file" "$progress/$file" ||
-        die "$progress/$file differs from $state/$file: another state was saved there (restore it, or save elsewhere)"
-    else
-      cp "$state/$file" "$progress/$file" || die "cannot write $progress/$file"
-    fi
+    [[ ! -f $progress/$file ]] || cmp -s "$state/$file" "$progress/$file" ||
+      die "$progress/$file differs from $state/$file: another state was saved there (restore it, or save elsewhere)"
   done
   # parts.jsonl only grows: what was saved must still be its beginning.
-  if [[ -f $progress/parts.jsonl ]]; then
+  [[ ! -f $progress/parts.jsonl ]] ||
     cmp -s -n "$(wc -c <"$progress/parts.jsonl")" "$progress/parts.jsonl" "$state/parts.jsonl" ||
-      die "$state/parts.jsonl does not go on from $progress/parts.jsonl"
-  fi
-  cp "$state/parts.jsonl" "$progress/parts.jsonl" || die "cannot write $progress/parts.jsonl"
-  local part added=0 kept_parts=0
+    die "$state/parts.jsonl does not go on from $progress/parts.jsonl (restore first?)"
+  local part new_parts=() saved_parts=0
   for part in $(jq -r .part "$results" | sort -nu); do
     file=$progress/results/part-$(printf %03d "$part").jsonl.gz
-    grep "\"part\":$part," "$results" >"$work/part.jsonl"
+    grep "\"part\":$part," "$results" >"$work/part-$part.jsonl"
     if [[ -f $file ]]; then
-      gzip -dc "$file" | cmp -s - "$work/part.jsonl" || die "$file differs from part $part's results in $state"
-      kept_parts=$((kept_parts + 1))
+      gzip -dc "$file" | cmp -s - "$work/part-$part.jsonl" || die "$file differs from part $part's results in $state"
+      saved_parts=$((saved_parts + 1))
     else
-      gzip -6 -n <"$work/part.jsonl" >"$file.tmp" && mv "$file.tmp" "$file" || die "cannot write $file"
-      added=$((added + 1))
+      new_parts+=("$part")
     fi
   done
-  echo "build_dataset: saved $state to $progress: $added new parts, $kept_parts already there ($(du -sk "$progress" | cut -f1) KiB)" >&2
+  local on_file
+  on_file=$(find "$progress/results" -name 'part-*.jsonl.gz' 2>/dev/null | wc -l)
+  ((on_file == saved_parts)) || die "$progress holds parts that $state lacks (restore first?)"
+  mkdir -p "$progress/results" || exit 1
+  for file in state.json candidates.jsonl.gz parts.jsonl; do
+    cp "$state/$file" "$progress/$file.tmp" && mv "$progress/$file.tmp" "$progress/$file" || die "cannot write $progress/$file"
+  done
+  for part in "${new_parts[@]}"; do
+    file=$progress/results/part-$(printf %03d "$part").jsonl.gz
+    gzip -6 -n <"$work/part-$part.jsonl" >"$file.tmp" && mv "$file.tmp" "$file" || die "cannot write $file"
+  done
+  echo "build_dataset: saved $state to $progress: ${#new_parts[@]} new parts, $saved_parts already there ($(du -sk "$progress" | cut -f1) KiB)" >&2
 }
 
 restore() {

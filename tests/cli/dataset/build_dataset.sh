@@ -76,6 +76,7 @@ run restore --state "$scratch/m3/ops" --progress "$p"
 s=$scratch/m3/ops
 [[ $(gzip -dc "$s/results.jsonl.gz") == "$saved_results" ]] || fail "restore did not give back the saved results"
 [[ ! -e $s/filter.db.gz ]] || fail "restore brought a store"
+cp -r "$s" "$scratch/behind"  # the state as restored, kept to be saved over a newer copy below
 code=0
 "$build" restore --state "$s" --progress "$p" --bin "$bin" 2>/dev/null || code=$?
 [[ $code == 1 ]] || fail "restore over a prepared state exited $code, expected 1"
@@ -97,6 +98,12 @@ code=0
 "$build" save --state "$s" --progress "$p" --bin "$bin" 2>"$scratch/err" || code=$?
 [[ $code == 1 ]] && grep -q "part-001.jsonl.gz differs" "$scratch/err" || fail "a changed saved part: exit $code, $(cat "$scratch/err")"
 cp "$scratch/part1.gz" "$p/results/part-001.jsonl.gz"
+# A state behind the saved copy (it lacks part 3) is refused too, and leaves the copy as it was.
+before=$(cd "$p" && find . -type f | sort | xargs md5sum)
+code=0
+"$build" save --state "$scratch/behind" --progress "$p" --bin "$bin" 2>"$scratch/err" || code=$?
+[[ $code == 1 ]] && grep -q "restore first" "$scratch/err" || fail "saving a state behind the copy: exit $code, $(cat "$scratch/err")"
+[[ $(cd "$p" && find . -type f | sort | xargs md5sum) == "$before" ]] || fail "a refused save changed the saved copy"
 gzip -dc "$s/results.jsonl.gz" >"$scratch/results.jsonl"
 
 # Each id once, every one a candidate; part 1's lost summary recorded as cut off; nothing came from
