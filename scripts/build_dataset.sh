@@ -154,6 +154,10 @@ need_bin() { for tool; do [[ -x $bin/cudaagent-$tool ]] || die "no $bin/cudaagen
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 setting() { jq -r "$1" "$state/state.json"; }
+# Every file a state folder may hold (prepare and restore start from none of them).
+clear_state() {
+  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,results.jsonl.gz,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
+}
 
 # --- prepare -----------------------------------------------------------------------------------
 prepare() {
@@ -161,7 +165,7 @@ prepare() {
   if [[ -f $state/state.json ]] && ((!force)); then
     die "$state is prepared already (--force discards it and its results)"
   fi
-  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,results.jsonl.gz,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
+  clear_state
   device=${device:-cuda} seed=${seed:-1} count=${count:-24000} target=${target:-6000}
   local synth_size=()
   if [[ $device == cpu ]]; then
@@ -548,7 +552,7 @@ restore() {
   if [[ -f $state/state.json ]] && ((!force)); then
     die "$state is prepared already (--force replaces it with what $progress holds)"
   fi
-  rm -f "$state"/{state.json,candidates.jsonl.gz,results.jsonl,results.jsonl.gz,parts.jsonl,filter.db,filter.db-wal,filter.db-shm,filter.db.gz}
+  clear_state
   cp "$progress/state.json" "$progress/candidates.jsonl.gz" "$state/" || die "cannot copy into $state"
   if [[ -f $progress/parts.jsonl ]]; then cp "$progress/parts.jsonl" "$state/"; else : >"$state/parts.jsonl"; fi
   # In part order (the names sort so), as one file: what the parts had appended.
