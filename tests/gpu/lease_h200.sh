@@ -23,18 +23,22 @@
 #       (scripts/build_dataset.sh filter) for most of the call: the state folder carried in as
 #       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh restore`, or prepare, on the
 #       build machine, and saved there again after the call: `scripts/build_dataset.sh save`)
-#       is copied to OUT/ops6k and the part runs there; what comes back as ops6k/ (5 files at most,
-#       with OUT/logs.tgz; the loose logs are removed so that the 8-file limit on what comes back
-#       keeps them all) replaces .data/ops6k before the next call
+#       is copied to OUT/ops6k and the part runs there; what comes back as ops6k/ replaces
+#       .data/ops6k before the next call. A call cut short by the device budget leaves 7 files
+#       there (results.jsonl, filter.db with its -wal and -shm instead of the packed ones), so
+#       this phase keeps its logs outside OUT until they are packed: of at most 8 files that come
+#       back, loose logs would have pushed out the state
 #
-# Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs, and
-# packs them into OUT/logs.tgz (large model files left out): what comes back from a device call.
-# A step's table is printed at the end.
+# Each phase stops its steps by LIMIT seconds (default 560), keeps every log under OUT/logs (dataset:
+# a temporary folder), and packs them into OUT/logs.tgz (large model files left out): what comes
+# back from a device call. A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
+[[ $phase == dataset ]] && logs=$(mktemp -d)/logs
+mkdir -p "$out"
 mkdir -p "$logs"
 limit=${LIMIT:-560}
 started=$SECONDS
@@ -63,7 +67,7 @@ finish() {
   echo "| step | result | seconds | when |"
   cat "$logs/steps.md"
   for table in "$@"; do [[ -f $logs/$table ]] && { echo; echo "## $table"; cat "$logs/$table"; }; done
-  tar -C "$out" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' -czf "$out/logs.tgz" logs
+  tar -C "$(dirname "$logs")" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' -czf "$out/logs.tgz" logs
 }
 
 case $phase in
