@@ -69,10 +69,9 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
     turns_.erase(std::find(turns_.begin(), turns_.end(), ticket));
     changed_.notify_all();
   };
-  // With room left for the largest growth a task there may ask for, this one's included.
-  const auto fits_with_growth = [&](std::size_t i) {
-    return devices_[i].bytes + bytes + std::max(pending_growth(i), growth) <= memory_budget_;
-  };
+  // Beside what the tasks there hold now; no room is kept for their growths (the class comment
+  // says why that cannot deadlock).
+  const auto fits = [&](std::size_t i) { return devices_[i].bytes + bytes <= memory_budget_; };
   // The least busy device not reserved for a task alone, where no task waits to grow and `bytes`
   // fit; an empty device takes any task, so an estimate over the budget still runs, by itself.
   const auto free_device = [&]() -> std::optional<std::size_t> {
@@ -80,8 +79,8 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const Device& d = devices_[i];
       if (d.alone_waiting > 0 || d.alone_running || d.growing > 0) continue;
-      const bool fits = memory_budget_ == 0 || d.busy == 0 || fits_with_growth(i);
-      if (fits && (!best || d.busy < devices_[*best].busy)) best = i;
+      const bool admitted = memory_budget_ == 0 || d.busy == 0 || fits(i);
+      if (admitted && (!best || d.busy < devices_[*best].busy)) best = i;
     }
     return best;
   };
@@ -92,7 +91,7 @@ Result<DeviceShare::Seat> DeviceShare::take_in_turn(std::unique_lock<std::mutex>
   });
   give_up_turn();  // the next task's turn, whether this one got a seat or was stopped
   if (!waited) return waited;
-  const bool may_shrink = memory_budget_ > 0 && growth > 0 && fits_with_growth(*device);
+  const bool may_shrink = memory_budget_ > 0 && growth > 0 && bytes <= memory_budget_;
   return seat_on(*device, bytes, growth, may_shrink, false);
 }
 
@@ -164,16 +163,6 @@ bool DeviceShare::shrunk(const Seat& seat) const {
   std::lock_guard lock(mutex_);
   const auto found = seats_.find(seat.id);
   return found != seats_.end() && found->second.is_shrunk;
-}
-
-std::uint64_t DeviceShare::pending_growth(std::size_t device) const {
-  std::uint64_t largest = 0;
-  for (const auto& [id, taken] : seats_) {
-    if (taken.device == device && taken.may_shrink && !taken.grown) {
-      largest = std::max(largest, taken.growth);
-    }
-  }
-  return largest;
 }
 
 bool DeviceShare::shared(const Seat& seat) const {

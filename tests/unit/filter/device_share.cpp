@@ -9,8 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <future>
+#include <random>
 #include <thread>
+#include <vector>
 
 using cudaagent::DeviceShare;
 
@@ -181,64 +184,66 @@ TEST_CASE("device share: a stop request ends a wait for memory, and its turn is 
   share.leave(again.value());
 }
 
-TEST_CASE("device share: a task lends what it does not hold while shrunk, with room kept for it") {
+TEST_CASE("device share: a task lends what it does not hold while shrunk, and waits to take it back") {
   DeviceShare share(1, 100);
-  // 60 bytes at its peak, 20 while shrunk: admitted with room for its growth of 40.
+  // 60 bytes at its peak, 20 while shrunk.
   auto a = share.take(false, 60, nullptr, 20);
   REQUIRE(a);
-  // 60 + 30 + the 40 that a may still ask back: over the budget, so b waits...
-  auto b = std::async(std::launch::async, [&] { return share.take(false, 30, nullptr); });
+  // 60 + 50: over the budget, so b waits...
+  auto b = std::async(std::launch::async, [&] { return share.take(false, 50, nullptr); });
   until_queued(share, 1);
   CHECK(still_waiting(b));
-  share.shrink(a.value());  // ...until a holds only 20: 20 + 30 + 40 fits
+  share.shrink(a.value());  // ...until a holds only 20: 20 + 50 fits (no room is kept for a's 40)
   CHECK(share.shrunk(a.value()));
   auto b_seat = b.get();
   REQUIRE(b_seat);
-  // a takes its 40 back at once: the room was kept.
-  CHECK(share.grow(a.value(), nullptr).is_ok());
+  // a's 40 do not fit beside b's 50 (70 + 40): it waits for b to end.
+  auto a_grows = std::async(std::launch::async, [&] { return share.grow(a.value(), nullptr); });
+  CHECK(still_waiting(a_grows));
+  share.leave(b_seat.value());
+  CHECK(a_grows.get().is_ok());
   CHECK_FALSE(share.shrunk(a.value()));
   // Shrinking is once per seat: a holds its whole estimate from now on.
   share.shrink(a.value());
   CHECK_FALSE(share.shrunk(a.value()));
-  auto c = std::async(std::launch::async, [&] { return share.take(false, 20, nullptr); });
+  auto c = std::async(std::launch::async, [&] { return share.take(false, 50, nullptr); });
   until_queued(share, 1);
-  CHECK(still_waiting(c));  // 60 + 30 + 20 > 100
-  share.leave(b_seat.value());
+  CHECK(still_waiting(c));  // 60 + 50 > 100
+  share.leave(a.value());
   auto c_seat = c.get();
   REQUIRE(c_seat);
-  share.leave(a.value());
   share.leave(c_seat.value());
 }
 
 TEST_CASE("device share: a growth waits for memory others hold, and no new task gets in meanwhile") {
   DeviceShare share(1, 100);
-  auto a = share.take(false, 50, nullptr, 10);  // growth 40: 0 + 50 + 40 fits
+  auto a = share.take(false, 50, nullptr, 10);
   REQUIRE(a);
-  share.shrink(a.value());
-  auto d = share.take(false, 50, nullptr, 10);  // 10 + 50 + 40 fits
+  share.shrink(a.value());  // holds 10
+  auto d = share.take(false, 50, nullptr, 10);  // 10 + 50
   REQUIRE(d);
-  share.shrink(d.value());
-  auto b = share.take(false, 40, nullptr);  // 20 + 40 + 40 fits
+  share.shrink(d.value());  // 20
+  auto b = share.take(false, 60, nullptr);  // 20 + 60
   REQUIRE(b);
-  REQUIRE(share.grow(a.value(), nullptr).is_ok());  // 60 + 40: the room kept for one growth
-  auto d_grows = std::async(std::launch::async, [&] { return share.grow(d.value(), nullptr); });
-  CHECK(still_waiting(d_grows));  // 100 + 40: it waits for a task to end
-  auto e = std::async(std::launch::async, [&] { return share.take(false, 1, nullptr); });
+  auto a_grows = std::async(std::launch::async, [&] { return share.grow(a.value(), nullptr); });
+  CHECK(still_waiting(a_grows));  // 80 + 40: it waits for a task to end
+  // e's 10 would fit (80 + 10), but a task waits to grow: e waits too.
+  auto e = std::async(std::launch::async, [&] { return share.take(false, 10, nullptr); });
   until_queued(share, 1);
   CHECK(still_waiting(e));
-  share.leave(b.value());  // 60 + 40 fits: d grows; e still waits (100 + 1)
-  CHECK(d_grows.get().is_ok());
-  CHECK(still_waiting(e));
-  share.leave(a.value());
+  share.leave(b.value());  // 20 + 40 fits: a grows; then e gets in (60 + 10)
+  CHECK(a_grows.get().is_ok());
   auto e_seat = e.get();
   REQUIRE(e_seat);
+  share.leave(a.value());
   share.leave(d.value());
   share.leave(e_seat.value());
 }
 
 TEST_CASE("device share: a task let in only because the device was empty never shrinks") {
   DeviceShare share(1, 100);
-  auto big = share.take(false, 150, nullptr, 10);  // over the budget: it runs by itself
+  // Over the budget: it runs by itself, and a growth of 140 could never fit beside anyone.
+  auto big = share.take(false, 150, nullptr, 10);
   REQUIRE(big);
   share.shrink(big.value());
   CHECK_FALSE(share.shrunk(big.value()));
@@ -286,4 +291,34 @@ TEST_CASE("device share: a stop request ends a wait to grow") {
   CHECK(share.shared(second.value()));
   share.leave(first.value());
   share.leave(second.value());
+}
+
+TEST_CASE("device share: tasks that shrink and grow at random all end (no deadlock without a reserve)") {
+  // Every task takes its estimate (now and then one over the budget, which runs alone and never
+  // shrinks), gives all but its resident bytes back while "compiling", takes them back and ends,
+  // on threads that run at once. If admission without room for growths could deadlock, a wait
+  // here would never end, and CTest's time limit would fail the test.
+  DeviceShare share(1, 100);
+  std::vector<std::thread> threads;
+  std::atomic<int> ended{0}, failed{0};
+  for (unsigned t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(t + 1);
+      for (int i = 0; i < 200; ++i) {
+        const std::uint64_t bytes = 1 + random() % 120;
+        const std::uint64_t resident = 1 + random() % bytes;
+        auto seat = share.take(false, bytes, nullptr, resident);
+        if (!seat) { ++failed; return; }
+        share.shrink(seat.value());
+        std::this_thread::yield();
+        if (!share.grow(seat.value(), nullptr)) ++failed;
+        share.leave(seat.value());
+        ++ended;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(failed.load() == 0);
+  CHECK(ended.load() == 8 * 200);
+  CHECK(share.queued() == 0);
 }

@@ -9,10 +9,14 @@
 // A task may hold less than its estimate for a while (its job spends seconds on the CPU in
 // torch.compile holding only its inputs and one output): shrink() gives the rest back to the
 // device, and grow() takes it again, waiting until it fits; while a task waits to grow, no new
-// task is let in. This cannot deadlock: a task is admitted with room for its estimate plus the
-// largest growth any task on the device may still ask for, so once the tasks that hold their
-// whole estimate have ended, every shrunk task's growth fits (a task admitted only because the
-// device was empty never shrinks).
+// task is let in. No room is kept for growths: a task is admitted when its estimate fits beside
+// what the others hold now. This cannot deadlock (the banker's argument): the tasks can always
+// end in some order. A task that holds its whole estimate needs nothing more and ends, giving all
+// of it back; a shrunk task needs its growth. Admitting a task keeps such an order (it goes first,
+// and its ending restores the state before it), so does shrinking (the task that shrank finds its
+// growth among the bytes it gave back, at its place in the order) and so does a growth that fits
+// (the grown task goes first). Only a task whose estimate fits the budget by itself may shrink: one
+// let in over the budget because the device was empty could never grow back beside anyone.
 #pragma once
 
 #include <atomic>
@@ -75,14 +79,12 @@ class DeviceShare {
     std::size_t device = 0;
     std::uint64_t bytes = 0;   // the estimate
     std::uint64_t growth = 0;  // estimate - resident: what shrink() gives back
-    bool may_shrink = false;   // admitted with room for the growth (see the class comment)
+    bool may_shrink = false;   // a budget, a growth, and an estimate within the budget
     bool is_shrunk = false;
     bool grown = false;        // shrunk once and grown again: its growth is settled
     bool alone = false;
     bool shared = false;
   };
-  // The largest growth that tasks on `device` may still ask for.
-  std::uint64_t pending_growth(std::size_t device) const;
   Result<Seat> take_alone(std::unique_lock<std::mutex>& lock, const std::atomic<int>* stop);
   Result<Seat> take_in_turn(std::unique_lock<std::mutex>& lock, std::uint64_t bytes,
                             std::uint64_t growth, const std::atomic<int>* stop);
