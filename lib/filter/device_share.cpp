@@ -183,4 +183,11 @@ std::size_t DeviceShare::queued() const {
   return turns_.size();
 }
 
+std::size_t DeviceShare::growing() const {
+  std::lock_guard lock(mutex_);
+  std::size_t count = 0;
+  for (const Device& d : devices_) count += static_cast<std::size_t>(d.growing);
+  return count;
+}
+
 }  // namespace cudaagent

@@ -30,6 +30,11 @@ void until_queued(const DeviceShare& share, std::size_t count) {
   while (share.queued() != count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
+// Blocks until `count` tasks wait to grow. No deadline, as above.
+void until_growing(const DeviceShare& share, std::size_t count) {
+  while (share.growing() != count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 // Blocks until a task's wait to have `device` alone is registered. No deadline: on a loaded
 // machine the waiting thread may start late, and a task launched before it registers would
 // rightly get a seat, which is not what these tests are about.
@@ -226,7 +231,8 @@ TEST_CASE("device share: a growth waits for memory others hold, and no new task 
   auto b = share.take(false, 60, nullptr);  // 20 + 60
   REQUIRE(b);
   auto a_grows = std::async(std::launch::async, [&] { return share.grow(a.value(), nullptr); });
-  CHECK(still_waiting(a_grows));  // 80 + 40: it waits for a task to end
+  until_growing(share, 1);  // 80 + 40: it waits for a task to end
+  CHECK(still_waiting(a_grows));
   // e's 10 would fit (80 + 10), but a task waits to grow: e waits too.
   auto e = std::async(std::launch::async, [&] { return share.take(false, 10, nullptr); });
   until_queued(share, 1);

@@ -66,6 +66,8 @@ class DeviceShare {
   bool reserved(std::size_t device) const;
   // How many tasks wait for a seat (not counting those waiting to be alone).
   std::size_t queued() const;
+  // How many tasks wait to grow back, on all devices.
+  std::size_t growing() const;
 
  private:
   struct Device {
