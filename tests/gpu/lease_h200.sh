@@ -38,8 +38,7 @@ phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
 [[ $phase == dataset ]] && logs=$(mktemp -d)/logs
-mkdir -p "$out"
-mkdir -p "$logs"
+mkdir -p "$out" "$logs"
 limit=${LIMIT:-560}
 started=$SECONDS
 left() { echo $((limit - (SECONDS - started))); }
