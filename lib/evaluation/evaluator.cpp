@@ -222,6 +222,9 @@ Result<double> call_spin_ms(const std::string& call_wait, const std::string& dev
 
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
   if (auto spin = call_spin_ms(settings.call_wait, settings.device); !spin) return spin.status();
+  if (settings.forward_sync != "each" && settings.forward_sync != "call") {
+    return Status::error("unknown forward sync " + cudaagent::quoted(settings.forward_sync) + " (each or call)");
+  }
   auto state = std::make_unique<State>();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   state->harness = share_dir() + "/harness";
@@ -315,7 +318,8 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   std::vector<std::string> owner_args = {"--task", st.task_path, "--device", st.settings.device, "--spin-ms",
                                          std::to_string(spin_ms.value())};
   if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
-  owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call)});
+  owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call),
+                                       "--forward-sync", st.settings.forward_sync});
   auto session = st.owner_worker->open_session(st.job("session_owner.py", owner_args));
   if (!session) return session.status();
   st.owner.emplace(std::move(session).value());

@@ -61,7 +61,7 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   // Diagnostics add two CUDA events to every call of every arm: other samples, another key.
   key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics);
-  key.field("forwards_per_call", s.forwards_per_call).end_object();
+  key.field("forwards_per_call", s.forwards_per_call).field("forward_sync", s.forward_sync).end_object();
   return sha256_hex(material);
 }
 
@@ -89,6 +89,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.call_wait = settings.call_wait;
   evaluation.call_diagnostics = settings.call_diagnostics;
   evaluation.forwards_per_call = settings.forwards_per_call;
+  evaluation.forward_sync = settings.forward_sync;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();

@@ -260,7 +260,7 @@ class Owner:
                   "forwards": forwards, "input_stride": self.input_bytes,
                   "output_stride": self.output_bytes,
                   "output_structure": self.output_structure, "spin_ms": self.args.spin_ms,
-                  "diagnostics": self.args.diagnostics}
+                  "diagnostics": self.args.diagnostics, "forward_sync": self.args.forward_sync}
         shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
         ready = json.loads(conn.recv(1 << 16) or b"{}")
         if not ready.get("ready"):
@@ -476,6 +476,9 @@ def main():
                              "its own fresh inputs in its own slot of the "
                              "shared buffers and each judged; a call's time over them is one sample, "
                              "so the fixed cost of a call weighs 1/N as much")
+    parser.add_argument("--forward-sync", choices=("each", "call"), default="each",
+                        help="when a runner waits for the device in a call: after each forward and "
+                             "its copy (each), or once after the last (call)")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     if not 1 <= args.forwards <= 64:

@@ -18,8 +18,11 @@ the two buffers the owner sends (inputs read-only), says "ready", and serves cal
             one or more, each "input_stride" bytes); B: run them under the operator audit (the
             owner chooses which calls)
   runner -> {"ok": true, "slots": [{"structure": ..., "scalars": [...]}, ...]}   each forward's
-            outputs are in its slot of the output buffer, copied out and synchronized before the
-            next forward starts (a forward may return a buffer it reuses)
+            outputs are in its slot of the output buffer. With the layout's "forward_sync" "each"
+            the device is synchronized after each forward and again after its copy (a forward may
+            return a buffer it reuses, or leave its output on a side stream); with "call", once
+            after the last copy: each copy is queued on the current stream behind its forward, so
+            a buffer the next forward reuses on that stream is copied first
             {"ok": false, "error": "..."}                      a forward raised
   owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N}  and the runner ends.
 Status lines for the C++ driver go to fd 3 (one JSON object a line): "connected", "ended".
@@ -164,8 +167,11 @@ def main():
     # owner's perf_counter too), and the forward's device time between two CUDA events. For people
     # finding where a call's time goes; the owner never times anything with them.
     diagnose = bool(layout.get("diagnostics"))
-    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) \
-        if diagnose and cuda else None
+    sync_each = layout.get("forward_sync", "each") != "call"
+    # One pair of events per forward: read after the call's last synchronization, so that with
+    # "call" the diagnostics add no wait of their own.
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(forwards)] if diagnose and cuda else None
     tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
     conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
@@ -199,7 +205,7 @@ def main():
                     if first_forward is None:
                         first_forward = time.perf_counter()
                     if events:
-                        events[0].record()
+                        events[slot][0].record()
                     with torch.no_grad():
                         if audited:
                             with audit:
@@ -207,18 +213,16 @@ def main():
                         else:
                             result = model(*args_in)
                     if events:
-                        events[1].record()
-                    if cuda:
+                        events[slot][1].record()
+                    if cuda and sync_each:
                         # Every stream of this process, not only the current one: a kernel on a
                         # side stream must be done before its output is copied out.
                         torch.cuda.synchronize()
                     forward_done = time.perf_counter()
-                    if events:
-                        forward_gpu_ms += events[0].elapsed_time(events[1])
                     result_leaves = flatten(torch, result, strict=False)
                     result_structure = structure_of(torch, result)
                 answer["slots"].append(copy_out(torch, result_leaves, result_structure, out_specs, slot_out[slot]))
-                if cuda and slot + 1 < forwards:
+                if cuda and sync_each and slot + 1 < forwards:
                     torch.cuda.synchronize()  # copied out before the next forward can touch it
             if first_forward is not None:
                 mark = first_forward
@@ -226,6 +230,8 @@ def main():
                 answer["first_call_s"] = {"forward": forward_done - mark}
             if cuda:
                 torch.cuda.synchronize()
+            if events and name != "null":
+                forward_gpu_ms = sum(start.elapsed_time(end) for start, end in events)
             if calls == 1:
                 answer["first_call_s"]["total"] = time.perf_counter() - mark
             if diagnose:

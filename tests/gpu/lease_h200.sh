@@ -14,7 +14,8 @@
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
-#       CALL_WAITS, and each --forwards-per-call in FORWARDS, default 1): a candidate identical
+#       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
+#       FORWARD_SYNCS, default each; forward_sync_probe.py first): a candidate identical
 #       to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
@@ -33,7 +34,7 @@
 # a temporary folder), and packs them into OUT/logs.tgz (large model files left out): what comes
 # back from a device call. A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
@@ -123,11 +124,16 @@ timing | aa)
     jq -r '.kinds | to_entries[] | "| \(.key) | \(.value.b_host_us.median) | \(.value.b_host_us.p10)–\(.value.b_host_us.p90) | \(.value.b_event_us.median) | \(.value.a_work_us.median) |"' \
       <(sed -n '/^{/,/^}/p' "$logs/context-switch.txt") >"$logs/context-switch.md" 2>/dev/null &&
       sed -i '1i | before the runner | runner launch+sync µs (median) | p10–p90 | its kernel (events) µs | owner work µs |\n|---|---|---|---|---|' "$logs/context-switch.md"
+    # Then what the runner's two waits per forward cost a call of 32 forwards (--forward-sync).
+    step forward-sync 60 python3 "$root/tests/gpu/forward_sync_probe.py" 60 32
+    jq -r '.tasks | to_entries[] | .key as $t | .value | to_entries[] | "| \($t) | \(.key) | \(.value.median_us) | \(.value.cv) |"' \
+      <(sed -n '/^{/,/^}/p' "$logs/forward-sync.txt") >"$logs/forward-sync.md" 2>/dev/null &&
+      sed -i '1i | task | way | µs per forward (median) | per-call CV |\n|---|---|---|---|' "$logs/forward-sync.md"
   fi
   step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" \
     LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
-  finish context-switch.md session/results.md
+  finish context-switch.md forward-sync.md session/results.md
   ;;
 data)
   with_binaries

@@ -2,8 +2,8 @@
 # --forwards-per-call 3: a call runs the candidate three times, each on fresh inputs in its own
 # slot of the shared buffers, and the owner judges each. The honest example passes and says so in
 # its record; a candidate that returns one buffer it reuses (its outputs copied out after each
-# forward) passes too; one that is right only on the first forward of every three fails; the
-# baselines measured with one forward per call are not reused for three.
+# forward) passes too, also with --forward-sync call; one that is right only on the first forward
+# of every three fails; the baselines measured with one forward per call are not reused for three.
 source "$(dirname "$0")/lib.sh"
 ws=$(workspace honest)
 profile --forwards-per-call 3 "$ws" >"$scratch/honest.json" || fail "honest: exited $?"
@@ -34,6 +34,19 @@ class ModelNew(nn.Module):
 profile --forwards-per-call 3 "$ws" >"$scratch/reused.json" || fail "reused: exited $?"
 [[ $(field .profile.verdict "$scratch/reused.json") == PASS ]] ||
   fail "reused buffer: $(jq -c .profile "$scratch/reused.json" | cut -c1-600)"
+
+# --forward-sync call: the same reused buffer, with one wait for the device per call instead of two
+# per forward (on the CPU there is nothing to wait for: this checks the setting reaches the record
+# and the baselines' key, and that the runner's other path serves every forward).
+profile --forwards-per-call 3 --forward-sync call "$ws" >"$scratch/reused-call.json" || fail "reused, call: exited $?"
+[[ $(field .profile.verdict "$scratch/reused-call.json") == PASS ]] ||
+  fail "reused buffer, call: $(jq -c .profile "$scratch/reused-call.json" | cut -c1-600)"
+[[ $(field .profile.settings.forward_sync "$scratch/reused-call.json") == call ]] ||
+  fail "the record's settings: $(jq -c .profile.settings "$scratch/reused-call.json")"
+[[ $(field .profile.baselines.key "$scratch/reused-call.json") != $(field .profile.baselines.key "$scratch/reused.json") ]] ||
+  fail "one baseline key for --forward-sync each and call"
+[[ $(field .profile.settings.forward_sync "$scratch/reused.json") == each ]] ||
+  fail "the default: $(jq -c .profile.settings "$scratch/reused.json")"
 
 ws=$(workspace first-of-three "import torch.nn as nn
 import torch

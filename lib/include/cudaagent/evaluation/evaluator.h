@@ -62,6 +62,13 @@ struct EvaluationSettings {
   // weighs 1/N as much. The buffers grow N times: N is cut, per task, so that one runner's N
   // slots of inputs and outputs stay within kSlotMemoryBytes (TaskInfo::forwards).
   int forwards_per_call = 1;
+  // When a runner waits for the device within a call of several forwards: "each" after every
+  // forward and again after its output is copied out (a candidate's unjoined side stream is waited
+  // for; the device idles between forwards, and the two waits' host time is in every sample),
+  // "call" once, after the last forward's output is queued (forwards and copies run back to back
+  // on the current stream, as a program that uses the module runs them; an output left on a side
+  // stream the candidate did not join may be copied unfinished and is then judged wrong).
+  std::string forward_sync = "each";
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.

@@ -66,6 +66,7 @@ struct ProfileSettings {
   std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
   bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
   int forwards_per_call = 1;            // see EvaluationSettings
+  std::string forward_sync = "each";    // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   BootstrapSettings bootstrap;
 };
