@@ -1,5 +1,6 @@
 // The owner protocol's lines: what the driver sends, and how it reads answers, including the
 // candidate's relayed words, which are bounded.
+#include "cudaagent/evaluation/evaluator.h"
 #include "cudaagent/evaluation/session_messages.h"
 
 #include <doctest/doctest.h>
@@ -96,4 +97,12 @@ TEST_CASE("owner_attach_command carries the arm's forwards per call") {
   simdjson::dom::element parsed = parser.parse(command);
   CHECK(std::int64_t(parsed["forwards"]) == 5);
   CHECK(std::string_view(parsed["arm"]) == "candidate");
+}
+
+TEST_CASE("an evaluator refuses a forward sync other than each or call, before it starts anything") {
+  cudaagent::EvaluationSettings settings;
+  settings.forward_sync = "sometimes";
+  auto evaluator = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
+  REQUIRE_FALSE(evaluator);
+  CHECK(evaluator.status().message().find("forward sync") != std::string::npos);
 }
