@@ -199,7 +199,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--forward-sync", s.forward_sync, "When the candidate's process waits for the device in a "
                  "call of several forwards: each (after every forward and its copy) or call (once, "
-                 "after the last)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
+                 "after the last; for trusted code: a candidate's own streams could overlap its "
+                 "forwards)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")

@@ -15,7 +15,7 @@
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
 #       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
-#       FORWARD_SYNCS, default each; forward_sync_probe.py first): a candidate identical
+#       FORWARD_SYNCS, default each; forward_sync_probe.py and forward_overlap_check.sh first): a candidate identical
 #       to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
@@ -129,11 +129,13 @@ timing | aa)
     jq -r '.tasks | to_entries[] | .key as $t | .value | to_entries[] | "| \($t) | \(.key) | \(.value.median_us) | \(.value.cv) |"' \
       <(sed -n '/^{/,/^}/p' "$logs/forward-sync.txt") >"$logs/forward-sync.md" 2>/dev/null &&
       sed -i '1i | task | way | µs per forward (median) | per-call CV |\n|---|---|---|---|' "$logs/forward-sync.md"
+    # And whether a candidate can overlap a call's forwards on streams of its own, per way.
+    step forward-overlap 150 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
   fi
   step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" \
     LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
-  finish context-switch.md forward-sync.md session/results.md
+  finish context-switch.md forward-sync.md forward-overlap/results.md session/results.md
   ;;
 data)
   with_binaries

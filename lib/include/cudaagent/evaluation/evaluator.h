@@ -67,7 +67,9 @@ struct EvaluationSettings {
   // for; the device idles between forwards, and the two waits' host time is in every sample),
   // "call" once, after the last forward's output is queued (forwards and copies run back to back
   // on the current stream, as a program that uses the module runs them; an output left on a side
-  // stream the candidate did not join may be copied unfinished and is then judged wrong).
+  // stream the candidate did not join may be copied unfinished and is then judged wrong). "each"
+  // stays the default: with "call" nothing orders two forwards on the candidate's own streams, so
+  // a candidate could run a call's forwards side by side (tests/gpu/forward_overlap_check.sh).
   std::string forward_sync = "each";
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
