@@ -71,6 +71,8 @@
 #   finish:
 #   --out DIR            where the dataset goes (default share/datasets/ops6k)
 #   --partial            ship fewer than --target kept tasks (a sample) instead of failing
+#   --budget-gpu-hours H the filter's budget for --target tasks (default 1): the card says
+#                        whether the build kept to it, and by how much it went over
 #   save, restore:
 #   --progress DIR       the committed copy (default share/datasets/ops6k/progress)
 #
@@ -84,7 +86,7 @@
 # Needs bash, jq, gzip; finish also zstd and python3. Nothing here is timed by tests.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '7,84p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '7,86p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 die() { echo "build_dataset: $*" >&2; exit 1; }
 
 (($#)) || usage
@@ -99,7 +101,7 @@ esac
 state=$here/.data/ops6k out_dir=$here/share/datasets/ops6k progress=$here/share/datasets/ops6k/progress
 bin=${CUDAAGENT_BIN:-}
 device="" seed="" count="" target="" window="" timeout="" threshold=0.9 force=0 partial=0
-seconds=0 grace=60 max_tasks=0 jobs="" gpus="" log=""
+seconds=0 grace=60 max_tasks=0 jobs="" gpus="" log="" budget=1
 references=() synth_extra=() filter_extra=()
 if [[ $phase == sample ]]; then
   state=$here/build/dataset-sample/state out_dir=$here/build/dataset-sample/out
@@ -128,6 +130,7 @@ while (($#)); do
     --grace) grace=$2 ;;
     --jobs) jobs=$2 ;;
     --gpus) gpus=$2 ;;
+    --budget-gpu-hours) budget=$2 ;;
     --log) log=$2 ;;
     --filter-arg) filter_extra+=("$2") ;;
     --max-tasks) max_tasks=$2 ;;
@@ -493,7 +496,7 @@ finish() {
   gzip -dc "$state/candidates.jsonl.gz" | jq -c '{id, depth: .task.meta.depth}' >"$work/depths.jsonl"
   python3 "$here/scripts/dataset_card.py" --state "$state" --tasks "$work/tasks.jsonl" \
     --depths "$work/depths.jsonl" --catalog "$here/share/synth/operators.json" --shipped "$out_dir/tasks.jsonl.zst" \
-    --rebuild "$rebuild" --json "$out_dir/card.json" --markdown "$out_dir/CARD.md" ||
+    --rebuild "$rebuild" --budget-gpu-hours "$budget" --json "$out_dir/card.json" --markdown "$out_dir/CARD.md" ||
     die "cannot write the card"
   close_results
   echo "build_dataset: $shipped tasks in $out_dir/tasks.jsonl.zst ($(du -k "$out_dir/tasks.jsonl.zst" | cut -f1) KiB), card in $out_dir/CARD.md" >&2

@@ -71,6 +71,8 @@ def main():
     ap = argparse.ArgumentParser()
     for name in ("state", "tasks", "catalog", "depths", "shipped", "rebuild", "json", "markdown"):
         ap.add_argument("--" + name, required=True)
+    ap.add_argument("--budget-gpu-hours", type=float, default=None,
+                    help="the filter's budget for the target: the card says whether the build kept to it")
     a = ap.parse_args()
 
     state = json.load(open(os.path.join(a.state, "state.json"), encoding="utf-8"))
@@ -152,6 +154,9 @@ def main():
         "parts": parts,
         "filter_time": {"parts": len(parts), "wall_s": wall,
                         "gpu_hours": round(device_seconds / 3600, 4),
+                        "budget_gpu_hours": a.budget_gpu_hours,
+                        "within_budget": (None if a.budget_gpu_hours is None
+                                          else device_seconds / 3600 <= a.budget_gpu_hours),
                         "fresh": fresh, "s_per_task": round(wall / fresh, 4) if fresh else None,
                         "check_job_s": quantiles(seconds("check", filters)),
                         "timing_job_s": quantiles(seconds("time", filters)),
@@ -252,6 +257,14 @@ def markdown(c):
     s.append("\n## Filter time\n\n")
     s.append("%d parts, %s s of wall clock (%s GPU-hours), %d tasks filtered afresh: %s s per task.\n\n"
              % (ft["parts"], ft["wall_s"], ft["gpu_hours"], ft["fresh"], fmt(ft["s_per_task"]) if ft["s_per_task"] else "-"))
+    if ft.get("budget_gpu_hours") is not None:
+        budget = "%s GPU-hour%s" % (fmt(ft["budget_gpu_hours"]), "" if ft["budget_gpu_hours"] == 1 else "s")
+        if ft["within_budget"]:
+            s.append("Within the budget of %s for %d tasks.\n\n" % (budget, c["target"]))
+        else:
+            s.append("**Over the budget of %s for %d tasks**: %s GPU-hours%s, %.0f%% more.\n\n"
+                     % (budget, c["target"], ft["gpu_hours"], " so far" if c["shipped"] < c["target"] else "",
+                        100 * (ft["gpu_hours"] / ft["budget_gpu_hours"] - 1)))
     s.append(table([[q["part"], q["started"], q["seconds"], q["fresh"], q["from_store"], q["errors"],
                      q["jobs"], q.get("gpu") or q["device"], q["stop"]] for q in c["parts"]],
                    ["part", "started", "s", "filtered", "from store", "errors", "jobs", "device", "stopped"]))

@@ -164,7 +164,7 @@ jq '.target = 1000' "$s/state.json" >"$scratch/st" && cp "$scratch/st" "$s/state
 code=0
 "$build" finish --state "$s" --out "$scratch/out2" --bin "$bin" 2>"$scratch/err" || code=$?
 [[ $code == 1 ]] && grep -q "kept tasks are in hand" "$scratch/err" || fail "a short finish exited $code: $(cat "$scratch/err")"
-run finish --state "$s" --out "$scratch/out2" --partial
+run finish --state "$s" --out "$scratch/out2" --partial --budget-gpu-hours 0.000001
 # With the target out of reach, a last part filters every candidate that is left: now each
 # candidate has exactly one result (none lost, none twice), none from the store, and the store
 # holds one row per result filtered since it was made.
@@ -180,6 +180,14 @@ rows=$(sqlite3 "$scratch/filter.db" "SELECT count(*) FROM results WHERE stage = 
 since_restore=$((n_cand - $(grep -c . <<<"$saved_results")))
 [[ $rows == "$since_restore" ]] || fail "the store holds $rows results for the $since_restore candidates filtered since the restore"
 grep -q "A partial build" "$scratch/out2/CARD.md" || fail "a partial card does not say so"
+# The card weighs the filter's time against its budget: 1 GPU-hour by default (the CPU parts here
+# take seconds), a millionth of one above.
+jq -e '.filter_time.budget_gpu_hours == 1 and .filter_time.within_budget == true' "$card" >/dev/null ||
+  fail "the card's budget: $(jq -c .filter_time "$card")"
+grep -q "Within the budget of 1 GPU-hour for $target tasks" "$scratch/out/CARD.md" || fail "CARD.md does not weigh the budget"
+jq -e '.filter_time.within_budget == false' "$scratch/out2/card.json" >/dev/null ||
+  fail "a build over its budget: $(jq -c .filter_time "$scratch/out2/card.json")"
+grep -q "Over the budget of 1e-06 GPU-hours" "$scratch/out2/CARD.md" || fail "CARD.md does not say the build went over: $(grep -i budget "$scratch/out2/CARD.md")"
 code=0
 "$build" nonsense 2>/dev/null || code=$?
 [[ $code == 2 ]] || fail "an unknown phase exited $code"
