@@ -20,7 +20,8 @@
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
-#   tests/gpu/lease_h200.sh dataset BIN OUT  (fork_poison_probe.py with FORK_PROBE=1), then one part of the training set's filter
+#   tests/gpu/lease_h200.sh dataset BIN OUT  (fork_poison_probe.py with FORK_PROBE=1, forward_overlap_check.sh with
+#       OVERLAP_CHECK=1), then one part of the training set's filter
 #       (scripts/build_dataset.sh filter) for most of the call: the state folder carried in as
 #       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh restore`, or prepare, on the
 #       build machine, and saved there again after the call: `scripts/build_dataset.sh save`)
@@ -34,7 +35,7 @@
 # a temporary folder), and packs them into OUT/logs.tgz (large model files left out): what comes
 # back from a device call. A step's table is printed at the end.
 set -uo pipefail
-(($# == 3)) || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 3)) || { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 phase=$1 bin=$2 out=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$out/logs
@@ -161,6 +162,11 @@ dataset)
     step fork-poison 60 python3 "$root/tests/gpu/fork_poison_probe.py"
     { echo '```'; tail -40 "$logs/fork-poison.txt"; echo '```'; } >"$logs/fork-poison.md"
   fi
+  # The forward-overlap check of the aa phase (OVERLAP_CHECK=1), when a session has no call for aa.
+  if [[ ${OVERLAP_CHECK:-0} == 1 ]]; then
+    step forward-overlap 150 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+    cp "$logs/forward-overlap/results.md" "$logs/forward-overlap.md" 2>/dev/null
+  fi
   # The part stops by SIGTERM 40 s before the phase's end: the filter cuts its running tasks
   # short at once (a later part runs them again; in the H200 parts it ended within 3 s of the
   # signal), and the store is compressed before the files go back.
@@ -169,7 +175,7 @@ dataset)
   bash "$root/scripts/build_dataset.sh" status --state "$out/ops6k" >"$logs/dataset.md" 2>&1
   tail -5 "$logs/dataset.txt" >>"$logs/dataset.md"
   ls -l "$out/ops6k" >>"$logs/dataset.md"
-  finish dataset.md fork-poison.md
+  finish dataset.md fork-poison.md forward-overlap.md
   rm -rf "$logs"
   ;;
 *)
