@@ -154,7 +154,7 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
   simdjson::dom::object phases_ms;
   if (!reply.value()["phases_ms"].get_object().get(phases_ms)) {
     for (auto field : phases_ms) {
-      if (batch.phases_ms.size() < 16) batch.phases_ms[std::string(field.key.substr(0, 32))] = number_or(field.value, 0);
+      if (batch.phases_ms.size() < 32) batch.phases_ms[std::string(field.key.substr(0, 32))] = number_or(field.value, 0);
     }
   }
   simdjson::dom::object stopped;

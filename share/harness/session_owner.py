@@ -33,7 +33,7 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
       "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
       ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms": {...} (--diagnostics:
-      call_phases, medians over the timed calls)}
+      call_phases, medians over the timed calls, and sd_<phase> their standard deviations)}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
   {"cmd": "exit"}
 A failing command replies {"ok": false, "error": "..."}; the session stays usable when it can.
@@ -397,7 +397,11 @@ class Owner:
         answer = {"ok": True, "calls": results, "stopped": stopped,
                   "owner_ms": {name: round(value, 3) for name, value in owner_ms.items()}}
         if phases:
+            # Each phase's median, and its spread over the calls (sd_<phase>): which phase carries
+            # the calls' variance is what decides where precision is lost.
             answer["phases_ms"] = {name: round(statistics.median(p[name] for p in phases), 4) for name in phases[0]}
+            answer["phases_ms"].update({"sd_" + name: round(statistics.pstdev(p[name] for p in phases), 4)
+                                        for name in phases[0]})
         return answer
 
     def judge_call(self, arm, expected, slot_leaves, reply):
@@ -470,7 +474,8 @@ def main():
                              "they block (call_wait.py); 0 blocks at once")
     parser.add_argument("--diagnostics", action="store_true",
                         help="runners report when each phase of a call ended; a calls reply adds "
-                             "phases_ms, the median time of each phase over its timed calls")
+                             "phases_ms, the median time of each phase over its timed calls and "
+                             "its standard deviation (sd_<phase>)")
     parser.add_argument("--forwards", type=int, default=1,
                         help="the most forwards per call (an attach says how many for its arm), each on "
                              "its own fresh inputs in its own slot of the "
