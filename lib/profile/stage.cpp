@@ -195,7 +195,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                "(call_cost.phases_ms: the messages, the forward on the host and between CUDA events, "
                "the outputs), per model");
   app.add_option("--forwards-per-call", s.forwards_per_call, "Forwards per call, each on fresh "
-                 "inputs and each judged; one sample per call, its time over them")
+                 "inputs and each judged; one sample per call, its time over them (above 1 for "
+                 "trusted code: a first forward could compute the later slots)")
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--forward-sync", s.forward_sync, "When the candidate's process waits for the device in a "
                  "call of several forwards: each (after every forward and its copy) or call (once, "

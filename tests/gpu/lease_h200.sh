@@ -131,7 +131,7 @@ timing | aa)
       <(sed -n '/^{/,/^}/p' "$logs/forward-sync.txt") >"$logs/forward-sync.md" 2>/dev/null &&
       sed -i '1i | task | way | µs per forward (median) | per-call CV |\n|---|---|---|---|' "$logs/forward-sync.md"
     # And whether a candidate can overlap a call's forwards on streams of its own, per way.
-    step forward-overlap 150 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+    step forward-overlap 240 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
   fi
   step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" \
     LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
@@ -164,7 +164,7 @@ dataset)
   fi
   # The forward-overlap check of the aa phase (OVERLAP_CHECK=1), when a session has no call for aa.
   if [[ ${OVERLAP_CHECK:-0} == 1 ]]; then
-    step forward-overlap 150 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+    step forward-overlap 240 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
     cp "$logs/forward-overlap/results.md" "$logs/forward-overlap.md" 2>/dev/null
   fi
   # The part stops by SIGTERM 40 s before the phase's end: the filter cuts its running tasks

@@ -60,7 +60,9 @@ struct EvaluationSettings {
   // buffers, each judged; a call's host time over them is one sample (CallResult::host_ms), so the
   // fixed cost of a call (messages, the switch between the owner's and the runner's GPU work)
   // weighs 1/N as much. The buffers grow N times: N is cut, per task, so that one runner's N
-  // slots of inputs and outputs stay within kSlotMemoryBytes (TaskInfo::forwards).
+  // slots of inputs and outputs stay within kSlotMemoryBytes (TaskInfo::forwards). 1 is the
+  // default because all N slots' inputs exist from the call's start: a candidate's first forward
+  // could compute the later slots side by side (tests/gpu/forward_overlap_check.sh, lookahead).
   int forwards_per_call = 1;
   // When a runner waits for the device within a call of several forwards: "each" after every
   // forward and again after its output is copied out (a candidate's unjoined side stream is waited
