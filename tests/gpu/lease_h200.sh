@@ -15,13 +15,13 @@
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
 #       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
-#       FORWARD_SYNCS, default each; forward_sync_probe.py and forward_overlap_check.sh first): a candidate identical
+#       FORWARD_SYNCS, default each; forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
 #       to eager must show no difference
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
-#   tests/gpu/lease_h200.sh dataset BIN OUT  (fork_poison_probe.py with FORK_PROBE=1, forward_overlap_check.sh with
-#       OVERLAP_CHECK=1), then one part of the training set's filter
+#   tests/gpu/lease_h200.sh dataset BIN OUT  (fork_poison_probe.py with FORK_PROBE=1, the aa phase's
+#       forward_overlap_check.sh and owner_off_sm_probe.py with TIMING_CHECKS=1), then one part of the training set's filter
 #       (scripts/build_dataset.sh filter) for most of the call: the state folder carried in as
 #       .data/ops6k (DATASET_STATE; made by `scripts/build_dataset.sh restore`, or prepare, on the
 #       build machine, and saved there again after the call: `scripts/build_dataset.sh save`)
@@ -69,6 +69,17 @@ finish() {
   cat "$logs/steps.md"
   for table in "$@"; do [[ -f $logs/$table ]] && { echo; echo "## $table"; cat "$logs/$table"; }; done
   tar -C "$(dirname "$logs")" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' -czf "$out/logs.tgz" logs
+}
+
+# Whether a candidate can overlap a call's forwards on streams of its own, or compute a call's
+# later slots in its first forward; then whether one-forward calls are steadier when the owner
+# keeps off the SMs during a round.
+timing_checks() {
+  step forward-overlap 240 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+  step owner-off-sm 120 python3 "$root/tests/gpu/owner_off_sm_probe.py" 40 3
+  jq -r '.tasks | to_entries[] | .key as $t | .value | to_entries[] | "| \($t) | \(.key) | \(.value.median) | \(.value.p10)–\(.value.p90) | \(.value.cv) |"' \
+    <(sed -n '/^{/,/^}/p' "$logs/owner-off-sm.txt") >"$logs/owner-off-sm.md" 2>/dev/null &&
+    sed -i '1i | task | way | µs per call (median) | p10–p90 | CV |\n|---|---|---|---|---|' "$logs/owner-off-sm.md"
 }
 
 case $phase in
@@ -130,13 +141,12 @@ timing | aa)
     jq -r '.tasks | to_entries[] | .key as $t | .value | to_entries[] | "| \($t) | \(.key) | \(.value.median_us) | \(.value.cv) |"' \
       <(sed -n '/^{/,/^}/p' "$logs/forward-sync.txt") >"$logs/forward-sync.md" 2>/dev/null &&
       sed -i '1i | task | way | µs per forward (median) | per-call CV |\n|---|---|---|---|' "$logs/forward-sync.md"
-    # And whether a candidate can overlap a call's forwards on streams of its own, per way.
-    step forward-overlap 240 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+    timing_checks
   fi
   step session 600 env SECTIONS="$sections" AA_REPEATS="${AA_REPEATS:-5}" FORWARDS="${FORWARDS:-1}" \
     LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
-  finish context-switch.md forward-sync.md forward-overlap/results.md session/results.md
+  finish context-switch.md forward-sync.md forward-overlap/results.md owner-off-sm.md session/results.md
   ;;
 data)
   with_binaries
@@ -162,9 +172,9 @@ dataset)
     step fork-poison 60 python3 "$root/tests/gpu/fork_poison_probe.py"
     { echo '```'; tail -40 "$logs/fork-poison.txt"; echo '```'; } >"$logs/fork-poison.md"
   fi
-  # The forward-overlap check of the aa phase (OVERLAP_CHECK=1), when a session has no call for aa.
-  if [[ ${OVERLAP_CHECK:-0} == 1 ]]; then
-    step forward-overlap 240 bash "$root/tests/gpu/forward_overlap_check.sh" "$bin" "$logs/forward-overlap"
+  # The timing checks of the aa phase (TIMING_CHECKS=1), when a session has no call for aa.
+  if [[ ${TIMING_CHECKS:-0} == 1 ]]; then
+    timing_checks
     cp "$logs/forward-overlap/results.md" "$logs/forward-overlap.md" 2>/dev/null
   fi
   # The part stops by SIGTERM 40 s before the phase's end: the filter cuts its running tasks
@@ -175,7 +185,7 @@ dataset)
   bash "$root/scripts/build_dataset.sh" status --state "$out/ops6k" >"$logs/dataset.md" 2>&1
   tail -5 "$logs/dataset.txt" >>"$logs/dataset.md"
   ls -l "$out/ops6k" >>"$logs/dataset.md"
-  finish dataset.md fork-poison.md forward-overlap.md
+  finish dataset.md fork-poison.md forward-overlap.md owner-off-sm.md
   rm -rf "$logs"
   ;;
 *)
