@@ -14,7 +14,7 @@
 #     call's start; reported (why more than one forward per call is not the default)
 # Usage: tests/gpu/forward_overlap_check.sh BIN_DIR OUT_DIR [FORWARDS (32)]. Needs CUDA.
 set -uo pipefail
-(($# >= 2)) || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# >= 2)) || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 bin=$1 out=$2 forwards=${3:-32}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
