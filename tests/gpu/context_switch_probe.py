@@ -25,9 +25,10 @@ import json
 import multiprocessing
 import os
 import random
-import statistics
 import sys
 import time
+
+from probe_stats import summary
 
 KINDS = ("nothing", "kernel", "randn", "copy_d2d", "copy_h2d", "idle_2ms")
 
@@ -56,18 +57,6 @@ def runner(conn):
         torch.cuda.synchronize()
         host_us = (time.perf_counter() - began) * 1e6
         conn.send((host_us, start.elapsed_time(end) * 1e3))
-
-
-def quantile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def summary(values):
-    mean = statistics.fmean(values)
-    return {"median": round(statistics.median(values), 2), "p10": round(quantile(values, 0.1), 2),
-            "p90": round(quantile(values, 0.9), 2),
-            "cv": round(statistics.pstdev(values) / mean, 3) if mean else None}
 
 
 def main():

@@ -24,7 +24,10 @@ for arm in serial overlap lookahead; do
   rm -rf "$ws" && mkdir -p "$ws/kernels"
   cp "$example/model.py" "$example/model_new.py" "$ws/"
   cp "$root/tests/gpu/forward_overlap/slow_bias_relu.cu" "$ws/kernels/bias_relu.cu"
-  cp "$root/tests/gpu/forward_overlap/${arm}_binding.cpp" "$ws/kernels/bias_relu_binding.cpp"
+  # The serial arm's binding is the example's own: the kernel on the caller's current stream.
+  binding=$root/tests/gpu/forward_overlap/${arm}_binding.cpp
+  [[ $arm == serial ]] && binding=$example/kernels/bias_relu_binding.cpp
+  cp "$binding" "$ws/kernels/bias_relu_binding.cpp"
 done
 # profile ARM SYNC: the candidate's median ms per forward (empty if none), its record kept.
 profile() {

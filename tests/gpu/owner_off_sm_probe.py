@@ -23,12 +23,13 @@ round (40)] [ROUNDS per way (3)]. Needs CUDA.
 """
 
 import json
-import statistics
 import sys
 import time
 
 import torch
 import torch.multiprocessing as mp
+
+from probe_stats import summary
 
 TASKS = {  # name: (input shapes, forward)
     "relu_1m": ([(1 << 20,)], lambda xs: torch.relu(xs[0])),
@@ -59,18 +60,6 @@ def runner(conn):
         output.copy_(result)
         torch.cuda.synchronize()
         conn.send(start.elapsed_time(end) * 1e3)
-
-
-def quantile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def summary(values):
-    mean = statistics.fmean(values)
-    return {"median": round(statistics.median(values), 1), "p10": round(quantile(values, 0.1), 1),
-            "p90": round(quantile(values, 0.9), 1),
-            "cv": round(statistics.pstdev(values) / mean, 4) if mean else None}
 
 
 def probe(task, calls, rounds):
@@ -126,8 +115,8 @@ def probe(task, calls, rounds):
                     events[way].append(event_us)
     ours.send("exit")
     child.join(10)
-    return {way: summary(values) for way, values in times.items()} | {
-        f"{way}_forward_event_us": summary(values) for way, values in events.items()}
+    return {way: summary(values, 1, 4) for way, values in times.items()} | {
+        f"{way}_forward_event_us": summary(values, 1, 4) for way, values in events.items()}
 
 
 def main():
