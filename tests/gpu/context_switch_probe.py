@@ -23,20 +23,13 @@ event time, and A's own time for its work. Usage: python3 context_switch_probe.p
 
 import json
 import multiprocessing
-import os
 import random
 import sys
 import time
 
-from probe_stats import summary
+from probe_common import spin_recv, summary
 
 KINDS = ("nothing", "kernel", "randn", "copy_d2d", "copy_h2d", "idle_2ms")
-
-
-def spin_recv(conn):
-    while not conn.poll(0):
-        os.sched_yield()
-    return conn.recv()
 
 
 def runner(conn):

@@ -29,7 +29,7 @@ import time
 import torch
 import torch.multiprocessing as mp
 
-from probe_stats import summary
+from probe_common import spin_recv, summary
 
 TASKS = {  # name: (input shapes, forward)
     "relu_1m": ([(1 << 20,)], lambda xs: torch.relu(xs[0])),
@@ -45,7 +45,7 @@ def runner(conn):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     conn.send("ready")
     while True:
-        message = conn.recv()
+        message = spin_recv(conn)
         if message == "exit":
             return
         if message == "null":
@@ -93,7 +93,7 @@ def probe(task, calls, rounds):
                 slot.copy_(x, non_blocking=True)
         torch.cuda.synchronize()
         ours.send(kind)
-        event_us = ours.recv()
+        event_us = spin_recv(ours)
         host_us = (time.perf_counter_ns() - began) / 1e3
         if way == "off_sm":
             pinned_out.copy_(output, non_blocking=True)  # kept for judging after the round
