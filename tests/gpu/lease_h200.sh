@@ -173,10 +173,7 @@ dataset)
     { echo '```'; tail -40 "$logs/fork-poison.txt"; echo '```'; } >"$logs/fork-poison.md"
   fi
   # The timing checks of the aa phase (TIMING_CHECKS=1), when a session has no call for aa.
-  if [[ ${TIMING_CHECKS:-0} == 1 ]]; then
-    timing_checks
-    cp "$logs/forward-overlap/results.md" "$logs/forward-overlap.md" 2>/dev/null
-  fi
+  [[ ${TIMING_CHECKS:-0} == 1 ]] && timing_checks
   # The part stops by SIGTERM 40 s before the phase's end: the filter cuts its running tasks
   # short at once (a later part runs them again; in the H200 parts it ended within 3 s of the
   # signal), and the store is compressed before the files go back.
@@ -185,7 +182,7 @@ dataset)
   bash "$root/scripts/build_dataset.sh" status --state "$out/ops6k" >"$logs/dataset.md" 2>&1
   tail -5 "$logs/dataset.txt" >>"$logs/dataset.md"
   ls -l "$out/ops6k" >>"$logs/dataset.md"
-  finish dataset.md fork-poison.md forward-overlap.md owner-off-sm.md
+  finish dataset.md fork-poison.md forward-overlap/results.md owner-off-sm.md
   rm -rf "$logs"
   ;;
 *)
