@@ -4,6 +4,7 @@
 #include "cudaagent/reward/reward.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "cudaagent/base/json_writer.h"
 
@@ -144,6 +145,22 @@ void write_estimate(JsonWriter& json, std::string_view name,
       .end_object();
 }
 
+// The forwards per call the profile used (checks.forwards_per_call, else settings'), 1 when it
+// says neither (older records, hand-made ones).
+Result<int> forwards_per_call(object profile) {
+  for (std::string_view section : {"checks", "settings"}) {
+    object part;
+    element value;
+    if (profile[section].get_object().get(part) || part["forwards_per_call"].get(value)) continue;
+    std::int64_t forwards = 0;
+    if (value.get_int64().get(forwards) || forwards < 1) {
+      return Status::error("profile." + std::string(section) + ".forwards_per_call must be a positive integer");
+    }
+    return static_cast<int>(forwards);
+  }
+  return 1;
+}
+
 }  // namespace
 
 std::string_view reward_form_name(RewardForm form) {
@@ -199,6 +216,9 @@ Result<RewardInputs> read_reward_inputs(object record) {
   }
   if (inputs.verdict != Verdict::kPass) return inputs;
   if (!has_profile) return Status::error("PASS record has no 'profile' object to time it");
+  auto forwards = forwards_per_call(profile);
+  if (!forwards) return forwards.status();
+  inputs.forwards_per_call = forwards.value();
   auto eager = speedup_over(profile, "eager", true);
   if (!eager) return eager.status();
   inputs.eager = eager.value();
@@ -221,6 +241,13 @@ Result<RewardDecision> decide_reward(const RewardInputs& inputs, const RewardSet
     decision.reason = std::string(verdict_name(inputs.verdict)) + " (from " +
                       std::string(inputs.verdict_source) + ")";
     return decision;
+  }
+  if (inputs.forwards_per_call > 1 && !settings.trusted_code) {
+    return Status::error("profile timed " + std::to_string(inputs.forwards_per_call) +
+                         " forwards per call: every slot's inputs exist from the call's start, so a "
+                         "candidate's first forward can compute the later ones, and the speedup is "
+                         "not scored; profile with --forwards-per-call 1, or pass --trusted-code "
+                         "for code you trust");
   }
   decision.faster_than_eager = inputs.eager && clears_margin(*inputs.eager, settings.margin);
   decision.faster_than_compile = inputs.compile && clears_margin(*inputs.compile, settings.margin);

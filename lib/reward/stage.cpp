@@ -21,7 +21,7 @@ namespace cudaagent {
 namespace {
 
 // Bump when the decision rules change, so stored rewards from older rules are not reused.
-constexpr std::string_view kRewardRulesVersion = "reward-rules-1";
+constexpr std::string_view kRewardRulesVersion = "reward-rules-2";
 
 class RewardStage final : public RecordStage {
  public:
@@ -61,7 +61,8 @@ class RewardStage final : public RecordStage {
     Sha256 hash;
     hash.add_part(kRewardRulesVersion).add_part(reward_form_name(settings_.form));
     hash.add_part(std::to_string(settings_.margin)).add_part(settings_.baseline);
-    hash.add_part(std::to_string(settings_.fail_value)).add_part(record.id);
+    hash.add_part(std::to_string(settings_.fail_value)).add_part(settings_.trusted_code ? "trusted" : "untrusted");
+    hash.add_part(record.id);
     for (std::string_view key : {"verify", "profile"}) {
       simdjson::dom::element value;
       hash.add_part(record.object[key].get(value) ? std::string("<absent>") : decision_text(value));
@@ -181,6 +182,9 @@ void add_reward_flags(CLI::App& app, RewardOptions& options) {
   app.add_option("--fail-value", options.settings.fail_value,
                  "Reward of a failed candidate in the speedup forms (milestone: -1)")
       ->capture_default_str();
+  app.add_flag("--trusted-code", options.settings.trusted_code, "Score profiles timed with more "
+               "than one forward per call (a candidate's first forward could compute the later "
+               "ones: for code you trust, never for a policy's)");
   app.add_flag("--summary", options.summary, "Report on scored records instead of scoring: pass "
                "rate, fast_p, geometric-mean speedups, reward histogram, per-level table");
   app.add_flag("--summary-json", options.summary_json, "The report's figures as one JSON object");

@@ -89,12 +89,14 @@ if [[ $sections == *loop* ]]; then
     cu=$(loop_workspace "$kind" "$ws") || { row loop "$kind" - "unknown kind" - ""; continue; }
     cp "$ws/model.py" "$scratch/model-$kind.py"
     db=$scratch/loop-$kind.db
+    trusted=()  # several forwards per call time trusted code only; the reward refuses them otherwise
+    ((${LOOP_FORWARDS:-1} > 1)) && trusted=(--trusted-code)
     for i in $(seq 1 "${COLD_ITERATIONS:-1}"); do
       [[ $i -gt 1 ]] && echo "// edit $i" >>"$cu"
       t=$(now)
       "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "$ws" 2>>"$log" |
         "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
-        "$bin/cudaagent-reward" --quiet >"$out/cold-$kind-$i.json" 2>>"$log"
+        "$bin/cudaagent-reward" --quiet "${trusted[@]}" >"$out/cold-$kind-$i.json" 2>>"$log"
       row loop "$kind: new processes, iteration $i" PASS \
         "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' "$out/cold-$kind-$i.json")" \
         "$(elapsed "$t")" "$(jq -c '{v: .verify.timings_s.total, p: .profile.timings_s.total, speedup: .profile.speedup.eager.median}' "$out/cold-$kind-$i.json")"
@@ -109,7 +111,7 @@ if [[ $sections == *loop* ]]; then
     t=$(now)
     "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "${edits[@]}" 2>>"$log" |
       "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
-      "$bin/cudaagent-reward" --quiet >"$out/warm-$kind.jsonl" 2>>"$log"
+      "$bin/cudaagent-reward" --quiet "${trusted[@]}" >"$out/warm-$kind.jsonl" 2>>"$log"
     total=$(elapsed "$t")
     i=0
     while read -r line; do

@@ -195,3 +195,41 @@ TEST_CASE("clears_margin compares time saved against the margin") {
   CHECK(clears_margin({1.06, 1.06, false, "speedup", 1 - 1 / 1.06}, 0.05));        // 5.66%
   CHECK_FALSE(clears_margin({2.0, 1.0, true, "speedup", 0.0}, 0.0));  // lower bound decides
 }
+
+TEST_CASE("a profile timed with several forwards per call is scored only for trusted code") {
+  // Several forwards per call leave later slots' inputs readable from the call's start.
+  const auto with_forwards = [](const std::string& section, const std::string& forwards) {
+    return R"({"verify":{"verdict":"PASS"},"profile":{")" + section + R"(":{"forwards_per_call":)" +
+           forwards + R"(},"times_ms":{"eager":{"median":2},"compile":{"median":2},"candidate":{"median":1}}}})";
+  };
+  for (const char* section : {"checks", "settings"}) {
+    CAPTURE(section);
+    const auto refused = score(with_forwards(section, "8"));
+    CHECK_FALSE(refused.ok);
+    CHECK(refused.message.find("8 forwards per call") != std::string::npos);
+    CHECK(refused.message.find("--trusted-code") != std::string::npos);
+    RewardSettings trusted;
+    trusted.trusted_code = true;
+    const auto scored = score(with_forwards(section, "8"), trusted);
+    REQUIRE(scored.ok);
+    CHECK(scored.value == 3);
+    const auto one = score(with_forwards(section, "1"));
+    REQUIRE(one.ok);
+    CHECK(one.value == 3);
+    for (const char* bad : {"0", "-2", "1.5", "\"8\""}) {
+      CAPTURE(bad);
+      const auto malformed = score(with_forwards(section, bad));
+      CHECK_FALSE(malformed.ok);
+      CHECK(malformed.message.find("forwards_per_call must be a positive integer") != std::string::npos);
+    }
+  }
+  // The forwards actually used (checks) decide over the forwards asked for (settings).
+  const auto used_one = score(R"({"verify":{"verdict":"PASS"},"profile":{"checks":{"forwards_per_call":1},)"
+                              R"("settings":{"forwards_per_call":8},"times_ms":{"eager":{"median":2},)"
+                              R"("compile":{"median":2},"candidate":{"median":1}}}})");
+  REQUIRE(used_one.ok);
+  // A failed candidate is scored whatever the timing settings: nothing was timed for its reward.
+  const auto failed = score(R"({"verify":{"verdict":"FAIL_INCORRECT"},"profile":{"checks":{"forwards_per_call":8}}})");
+  REQUIRE(failed.ok);
+  CHECK(failed.value == -1);
+}

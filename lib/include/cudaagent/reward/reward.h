@@ -29,6 +29,10 @@ struct RewardSettings {
   // Reward of every non-PASS verdict in the speedup forms (milestone: always -1). A PASS never
   // earns less than this.
   double fail_value = 0.0;
+  // Score profiles timed with more than one forward per call. Off by default: every slot's inputs
+  // exist from such a call's start, so a candidate's first forward can compute the later ones and
+  // look several times faster than it is (measured on an H200). For code the user trusts.
+  bool trusted_code = false;
 };
 
 // A speedup over one baseline as the decision uses it.
@@ -47,6 +51,7 @@ struct RewardInputs {
   std::string_view verdict_source;          // "verify" or "profile" (a profile verdict overrides)
   std::optional<SpeedupEstimate> eager;     // absent: verdict is not PASS
   std::optional<SpeedupEstimate> compile;   // absent for PASS: compile baseline not measured
+  int forwards_per_call = 1;                // profile.checks.forwards_per_call (used), else 1
 };
 
 // Reads the verdict and speedups from a record. A Status (the reason for an error record) when a
