@@ -121,6 +121,14 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.key("checks").begin_object().field("calls", checked_calls);
   json.field("forwards", checked_calls * forwards_per_call).field("forwards_per_call", forwards_per_call);
   json.field("all_checked", true).end_object();
+  json.key("rounds").begin_object().field("run", rounds_run).field("stop", rounds_stop);
+  json.key("half_width");
+  if (rounds_half_width) {
+    json.value(*rounds_half_width);
+  } else {
+    json.null();
+  }
+  json.end_object();
   json.key("kernels").null();
   json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
   // The cost of a call itself: the null model's median per round, and what was removed from every
@@ -181,6 +189,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.end_array().end_object();
   if (verdict != Verdict::kPass && !candidate_stderr.empty()) json.field("candidate_stderr", candidate_stderr);
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
+  json.field("max_rounds", std::max(s.rounds, s.max_rounds)).field("target_ci", s.target_ci);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);

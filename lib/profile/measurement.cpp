@@ -31,6 +31,27 @@ double low_quantile(std::vector<double> values) {
   return values[values.size() / 10];
 }
 
+std::vector<double> pooled(const RoundSamples& rounds) {
+  std::vector<double> all;
+  for (const auto& round : rounds) all.insert(all.end(), round.begin(), round.end());
+  return all;
+}
+
+// Every sample less the cost of a call, never below the resolution floor.
+RoundSamples net_of(const RoundSamples& rounds, double cost) {
+  RoundSamples out;
+  for (const auto& round : rounds) {
+    std::vector<double> samples;
+    for (double ms : round) samples.push_back(std::max(ms - cost, kResolutionFloorMs));
+    out.push_back(std::move(samples));
+  }
+  return out;
+}
+
+// Adaptive rounds look at the interval after every round: fewer resamples than the record's
+// intervals, which is plenty to tell whether the width is near the target.
+constexpr int kAdaptiveResamples = 2000;
+
 }  // namespace
 
 Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, const std::string& model,
@@ -102,9 +123,35 @@ Status Measurement::warm_up(const std::string& arm, const std::string& model, st
 
 // The rounds: every model on the same fresh seeds in a random order, each round; the host times of
 // the calls not audited, per model and round, into `raw`.
-Status Measurement::rounds(const std::vector<std::string>& models, int calls,
+std::optional<double> Measurement::interval_half_width(const std::map<std::string, RoundSamples>& raw,
+                                                       bool fresh) const {
+  const auto null = raw.find("null");
+  const auto candidate = raw.find("candidate");
+  if (null == raw.end() || candidate == raw.end()) return std::nullopt;
+  const double cost = low_quantile(pooled(null->second));
+  BootstrapSettings bootstrap = s_.bootstrap;
+  bootstrap.resamples = kAdaptiveResamples;
+  double low = 0, high = 0, middle = 0;
+  const auto eager = raw.find("eager");
+  if (fresh && eager != raw.end()) {
+    auto speedup = estimate_speedup(net_of(eager->second, cost), net_of(candidate->second, cost), bootstrap);
+    if (!speedup) return std::nullopt;
+    low = speedup.value().ci_low, high = speedup.value().ci_high, middle = speedup.value().median;
+  } else {
+    auto times = summarize_times(net_of(candidate->second, cost), bootstrap);
+    if (!times) return std::nullopt;
+    low = times.value().ci_low_ms, high = times.value().ci_high_ms, middle = times.value().median_ms;
+  }
+  if (!(middle > 0) || !std::isfinite(high - low)) return std::nullopt;
+  return (high - low) / 2 / middle;
+}
+
+Status Measurement::rounds(const std::vector<std::string>& models, int calls, bool fresh,
                            std::map<std::string, RoundSamples>& raw) {
-  for (int round = 0; round < s_.rounds; ++round) {
+  const int most = std::max(s_.rounds, s_.max_rounds);
+  const bool adaptive = s_.target_ci > 0 && most > s_.rounds;
+  evidence_.rounds_stop = adaptive ? "max_rounds" : "fixed";
+  for (int round = 0; round < most; ++round) {
     const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
     std::vector<std::string> order = models;
     std::shuffle(order.begin(), order.end(), rng_);
@@ -127,6 +174,14 @@ Status Measurement::rounds(const std::vector<std::string>& models, int calls,
     evidence_.call_cost_ms.push_back(median_of(host["null"]));
     evidence_.candidate_call_cost_ms.push_back(median_of(host[kCandidateNull]));
     for (auto& [model, times] : host) raw[model].push_back(std::move(times));
+    evidence_.rounds_run = round + 1;
+    if (adaptive && round + 1 >= s_.rounds) {
+      evidence_.rounds_half_width = interval_half_width(raw, fresh);
+      if (evidence_.rounds_half_width && *evidence_.rounds_half_width <= s_.target_ci) {
+        evidence_.rounds_stop = "target";
+        break;
+      }
+    }
   }
   return Status::ok();
 }
@@ -167,24 +222,11 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
   // The null model in the candidate's own process too: reported, not removed (see evidence.cpp).
   models.push_back(kCandidateNull);
   std::map<std::string, RoundSamples> raw;
-  if (Status status = rounds(models, calls, raw); !status || evidence_.outcome) return status;
-  std::vector<double> null_pool, candidate_null_pool;
-  for (const auto& round : raw["null"]) null_pool.insert(null_pool.end(), round.begin(), round.end());
-  for (const auto& round : raw[kCandidateNull]) {
-    candidate_null_pool.insert(candidate_null_pool.end(), round.begin(), round.end());
-  }
-  const double cost = low_quantile(null_pool);
+  if (Status status = rounds(models, calls, fresh, raw); !status || evidence_.outcome) return status;
+  const double cost = low_quantile(pooled(raw["null"]));
   evidence_.call_cost_removed_ms = cost;
-  evidence_.candidate_call_cost_low_ms = low_quantile(candidate_null_pool);
-  const auto net = [&](const std::string& model) {
-    RoundSamples out;
-    for (const auto& round : raw[model]) {
-      std::vector<double> samples;
-      for (double ms : round) samples.push_back(std::max(ms - cost, kResolutionFloorMs));
-      out.push_back(std::move(samples));
-    }
-    return out;
-  };
+  evidence_.candidate_call_cost_low_ms = low_quantile(pooled(raw[kCandidateNull]));
+  const auto net = [&](const std::string& model) { return net_of(raw[model], cost); };
   evidence_.candidate = net("candidate");
   if (fresh) {
     evidence_.baselines.eager = net("eager");

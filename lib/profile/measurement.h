@@ -44,6 +44,11 @@ struct ProfileEvidence {
   std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
   // With call_diagnostics: per model of the rounds, per phase, each round's median (CallBatch).
   std::map<std::string, std::map<std::string, std::vector<double>>> call_phases_ms;
+  // The rounds that ran, why they stopped ("fixed", "target" or "max_rounds": adaptive rounds,
+  // ProfileSettings::target_ci), and the interval's relative half-width they last saw.
+  int rounds_run = 0;
+  std::string rounds_stop = "fixed";
+  std::optional<double> rounds_half_width;
   std::int64_t checked_calls = 0;    // candidate calls whose output the owner judged
   std::int64_t baseline_mismatches = 0;  // compile calls that did not match eager (noted)
   std::string baseline_notes;
@@ -83,7 +88,11 @@ class Measurement {
   Result<std::optional<CallBatch>> batch(const std::string& arm, const std::string& model,
                                          const std::vector<std::uint64_t>& seeds, double timeout);
   Status warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms);
-  Status rounds(const std::vector<std::string>& models, int calls, std::map<std::string, RoundSamples>& raw);
+  Status rounds(const std::vector<std::string>& models, int calls, bool fresh,
+                std::map<std::string, RoundSamples>& raw);
+  // The relative half-width of the interval adaptive rounds watch, from the rounds so far; nullopt
+  // when it cannot be computed yet.
+  std::optional<double> interval_half_width(const std::map<std::string, RoundSamples>& raw, bool fresh) const;
 
   const ProfileSettings& s_;
   Evaluator& evaluator_;

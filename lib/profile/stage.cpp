@@ -204,6 +204,12 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "forwards)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
+  app.add_option("--max-rounds", s.max_rounds, "Adaptive rounds: go on after --rounds until the "
+                 "interval is as tight as --target-ci asks, for at most this many rounds (0: --rounds)")
+      ->capture_default_str()->check(CLI::Range(0, 10000));
+  app.add_option("--target-ci", s.target_ci, "Adaptive rounds: stop once the 95% interval's "
+                 "half-width is at most this fraction of its median (0: fixed rounds)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")
       ->capture_default_str()->check(CLI::Range(0.01, 60000.0));
   app.add_option("--max-calls", s.max_calls, "Most timed calls per round and arm")->capture_default_str()
@@ -250,6 +256,15 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   auto workspaces = inputs_are_workspaces(options.common.inputs);
   if (!workspaces) return workspaces.status();
   if (options.brief && !workspaces.value()) return Status::error("--brief takes workspace directories");
+  const ProfileSettings& asked = options.settings;
+  if (asked.max_rounds != 0 && asked.max_rounds < asked.rounds) {
+    return Status::error("--max-rounds " + std::to_string(asked.max_rounds) + " is below --rounds " +
+                         std::to_string(asked.rounds));
+  }
+  if (asked.target_ci > 0 && asked.max_rounds <= asked.rounds) {
+    return Status::error("--target-ci needs --max-rounds above --rounds (" + std::to_string(asked.rounds) +
+                         "): the rounds it may add");
+  }
   options.settings.build.jobs = options.common.jobs;
   options.settings.python_policy = !options.no_python_policy;
   auto torch = find_torch(options.settings.python,

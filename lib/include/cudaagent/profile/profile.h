@@ -41,7 +41,12 @@ struct ProfileSettings {
   // torch.compile mode of the compile baseline: default, reduce-overhead, max-autotune,
   // max-autotune-no-cudagraphs; "none" skips it. Torch without torch.compile: skipped, said so.
   std::string compile_mode = "default";
-  int rounds = 10;                      // alternating rounds per arm
+  int rounds = 10;                      // alternating rounds per arm (the least, when adaptive)
+  // Adaptive rounds: after --rounds, go on round by round until the 95% interval's half-width,
+  // relative to its median (the paired speedup over eager, or the candidate's time when the
+  // baselines come from the store), is at most target_ci, or max_rounds have run. 0: fixed rounds.
+  int max_rounds = 0;
+  double target_ci = 0;
   double round_ms = 20;                 // timed work per round and arm (sets calls per round)
   int min_calls = 3;
   int max_calls = 32;
