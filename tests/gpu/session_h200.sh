@@ -12,12 +12,14 @@
 # --call-wait values), SECTIONS ("anchor loop cases aa"),
 # ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
 # (1: new processes per stage), LOOP_TASKS ("example large gemm conv softmax"), CASES (a glob of
-# tests/gpu/cases/).
+# tests/gpu/cases/), PROFILE_ARGS (more cudaagent-profile arguments for the loop and the A-A, split
+# at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 deadline=$((SECONDS + budget))
 left() { echo $((deadline - SECONDS)); }
+read -ra profile_args <<<"${PROFILE_ARGS:-}"
 mkdir -p "$out"
 export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
 table=$out/results.md
@@ -95,7 +97,7 @@ if [[ $sections == *loop* ]]; then
       [[ $i -gt 1 ]] && echo "// edit $i" >>"$cu"
       t=$(now)
       "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "$ws" 2>>"$log" |
-        "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
+        "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" "${profile_args[@]}" 2>>"$log" |
         "$bin/cudaagent-reward" --quiet "${trusted[@]}" >"$out/cold-$kind-$i.json" 2>>"$log"
       row loop "$kind: new processes, iteration $i" PASS \
         "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' "$out/cold-$kind-$i.json")" \
@@ -110,7 +112,7 @@ if [[ $sections == *loop* ]]; then
     for i in $(seq 1 "$n"); do edits+=("$scratch/warm-$kind-$i"); done
     t=$(now)
     "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "${edits[@]}" 2>>"$log" |
-      "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" 2>>"$log" |
+      "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" "${profile_args[@]}" 2>>"$log" |
       "$bin/cudaagent-reward" --quiet "${trusted[@]}" >"$out/warm-$kind.jsonl" 2>>"$log"
     total=$(elapsed "$t")
     i=0
@@ -119,7 +121,7 @@ if [[ $sections == *loop* ]]; then
       row loop "$kind: one pipeline, edit $i" PASS \
         "$(jq -r '.verify.verdict + "/" + (.profile.verdict // "-") + " reward " + (.reward.value | tostring)' <<<"$line")" \
         "$(jq -r '(.verify.timings_s.total + .profile.timings_s.total) * 100 | round / 100' <<<"$line")" \
-        "$(jq -c '{build: .verify.timings_s.build, checks: .verify.timings_s.checks, start: .verify.timings_s.candidate_start, profile: .profile.timings_s.total, rounds: .profile.timings_s.rounds, speedup: .profile.speedup.eager.median, cv: .profile.times_ms.candidate.cv, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' <<<"$line")"
+        "$(jq -c '{build: .verify.timings_s.build, checks: .verify.timings_s.checks, start: .verify.timings_s.candidate_start, profile: .profile.timings_s.total, rounds: .profile.timings_s.rounds, speedup: .profile.speedup.eager.median, cv: .profile.times_ms.candidate.cv, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run}' <<<"$line")"
     done <"$out/warm-$kind.jsonl"
     row loop "$kind: one pipeline, $n edits, wall" - - "$total" "verify, profile and reward overlap in the pipeline"
     # Evaluations per GPU-hour when builds run on the CPUs beside them: what each later edit held
@@ -191,11 +193,11 @@ if [[ $sections == *aa* ]]; then
             t=$(now)
             "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
               --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
-              --call-diagnostics "$ws" \
+              --call-diagnostics "${profile_args[@]}" "$ws" \
               >"$out/aa-$task-$r-$variant.json" 2>>"$log"
             row aa "$task #$r $variant" no_significant_difference \
               "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
-              "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms}' "$out/aa-$task-$r-$variant.json")"
+              "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run}' "$out/aa-$task-$r-$variant.json")"
           done
         done
       done
