@@ -121,8 +121,6 @@ Status Measurement::warm_up(const std::string& arm, const std::string& model, st
   }
 }
 
-// The rounds: every model on the same fresh seeds in a random order, each round; the host times of
-// the calls not audited, per model and round, into `raw`.
 std::optional<double> Measurement::interval_half_width(const std::map<std::string, RoundSamples>& raw,
                                                        bool fresh) const {
   const auto null = raw.find("null");
@@ -146,6 +144,9 @@ std::optional<double> Measurement::interval_half_width(const std::map<std::strin
   return (high - low) / 2 / middle;
 }
 
+// The rounds: every model on the same fresh seeds in a random order, each round; the host times of
+// the calls not audited, per model and round, into `raw`. Adaptive rounds (target_ci) stop once the
+// watched interval is tight enough, looking only after the least number of rounds has run.
 Status Measurement::rounds(const std::vector<std::string>& models, int calls, bool fresh,
                            std::map<std::string, RoundSamples>& raw) {
   const int most = std::max(s_.rounds, s_.max_rounds);
