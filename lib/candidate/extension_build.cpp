@@ -4,12 +4,9 @@
 // killed build leaves no half-written object behind; linked modules are cached the same way.
 #include "cudaagent/candidate/extension_build.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -17,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "cudaagent/base/file_lock.h"
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/sha256.h"
 
@@ -33,33 +31,6 @@ double seconds_since(Clock::time_point start) {
 struct Tool {
   std::string path;
   std::string version;
-};
-
-// An exclusive flock on `path`, waited for until `seconds` pass; released when it goes out of
-// scope. Not held when the file cannot be opened or the wait ran out: the caller then does the
-// work itself, as it would without the lock.
-class FileLock {
- public:
-  FileLock(const std::string& path, double seconds) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) return;
-    const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK || Clock::now() >= deadline) {
-        ::close(fd_);
-        fd_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
-  }
- private:
-  int fd_ = -1;
 };
 
 Result<Tool> find_tool(const std::string& name, const std::vector<std::string>& fallbacks) {
@@ -307,7 +278,9 @@ Status Builder::precompile_header() {
   // Builders that start cold at once (workers of one job, jobs of one node) would each spend a
   // minute of CPU and hundreds of MB on the same header: one builds it, the others wait for it.
   // The wait is bounded by the header's own process limit; past it, each builds its own again.
-  const FileLock lock(pch_dir + "/build.lock", options_.limits.process_seconds + 30);
+  // A lock that cannot be taken (an unwritable cache, the wait ran out) only costs the work.
+  const auto lock = FileLock::acquire(pch_dir + "/build.lock", options_.limits.process_seconds + 30,
+                                      "another build making the header");
   if (fs::exists(pch_header_ + ".gch")) return Status::ok();
   if (!write_file_atomically(pch_header_, "#include <torch/extension.h>\n")) {
     return Status::error("cannot write '" + pch_header_ + "'");

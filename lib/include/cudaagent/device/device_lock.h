@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "cudaagent/base/file_lock.h"
 #include "cudaagent/base/status.h"
 
 namespace cudaagent {
@@ -25,20 +26,12 @@ class DeviceLock {
                                     const std::function<void(const std::string&)>& waiting = {},
                                     const std::atomic<int>* stop = nullptr);
 
-  DeviceLock(DeviceLock&& other) noexcept;
-  DeviceLock& operator=(DeviceLock&& other) noexcept;
-  DeviceLock(const DeviceLock&) = delete;
-  DeviceLock& operator=(const DeviceLock&) = delete;
-  ~DeviceLock();  // releases
-
-  const std::string& path() const { return path_; }
-  double waited_seconds() const { return waited_; }
+  const std::string& path() const { return lock_.path(); }
+  double waited_seconds() const { return lock_.waited_seconds(); }
 
  private:
-  DeviceLock(int fd, std::string path, double waited) : fd_(fd), path_(std::move(path)), waited_(waited) {}
-  int fd_ = -1;
-  std::string path_;
-  double waited_ = 0;
+  explicit DeviceLock(FileLock lock) : lock_(std::move(lock)) {}
+  FileLock lock_;  // released with it
 };
 
 // The lock name of a device: "cpu" for the CPU; for a GPU its UUID ("gpu-GPU-1a2b..."), so that
