@@ -9,7 +9,7 @@ packages=(
   libcli11-dev libsimdjson-dev libsqlite3-dev sqlite3  # CLI, JSON, store
   doctest-dev libssl-dev libcurl4-openssl-dev          # tests, hashing, HTTP
   libpcre2-dev                                         # the rollout's Grep tool
-  jq python3 procps                                    # tests (pgrep) and benchmark anchors
+  jq python3 procps zstd                               # tests (pgrep), benchmark anchors, the dataset
   bubblewrap libseccomp-dev                            # the sandbox for candidate code
   python3-torch libtorch-dev pybind11-dev              # CPU verification (torch 1.13, no GPU)
   libpcre2-dev libutf8proc-dev libmicrohttpd-dev       # cudaagent-train: tokenizer, HTTP server
