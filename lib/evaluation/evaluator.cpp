@@ -79,6 +79,7 @@ struct Evaluator::State {
   std::string task_hash, task_path, state_dir;
   TaskInfo task;
   bool reused = false;
+  CpuPlacement placement;
 
   ~State() {
     candidate.reset();
@@ -242,6 +243,11 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings
     return Status::error("cannot read the operator policy '" + settings.policy_path + "'");
   }
   state->harness_hash = sha256_hex(hashed + sha256_hex(policy));
+  if (settings.cpu_groups) {
+    state->placement = place_session(allowed_cpus());
+  } else {
+    state->placement.note = "not asked: wherever the scheduler puts them";
+  }
   auto root = make_private_dir(settings.scratch_dir, "cudaagent-eval");
   if (!root) return root.status();
   state->root = root.value();
@@ -288,6 +294,8 @@ const std::string& Evaluator::candidate_root() const { return state_->candidate_
 bool Evaluator::task_reused() const { return state_->reused; }
 const EvaluationSettings& Evaluator::settings() const { return state_->settings; }
 const std::string& Evaluator::harness_hash() const { return state_->harness_hash; }
+const CpuPlacement& Evaluator::placement() const { return state_->placement; }
+
 bool Evaluator::baseline_attached() const { return state_->baseline.has_value(); }
 
 std::vector<std::uint64_t> Evaluator::fresh_seeds(std::size_t count) {
@@ -320,7 +328,9 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
   owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call),
                                        "--forward-sync", st.settings.forward_sync});
-  auto session = st.owner_worker->open_session(st.job("session_owner.py", owner_args));
+  HarnessJob owner_job = st.job("session_owner.py", owner_args);
+  owner_job.cpus = st.placement.owner;
+  auto session = st.owner_worker->open_session(owner_job);
   if (!session) return session.status();
   st.owner.emplace(std::move(session).value());
   const std::uint64_t seed = fresh_seeds(1).front();
@@ -435,6 +445,7 @@ Result<RunnerStart> Evaluator::attach_candidate(const std::string& work_dir) {
                            "--policy", st.settings.policy_path});
   if (st.sandboxed()) job.scrub_dirs = {"/tmp", "/dev/shm"};
   if (st.settings.candidate_user) job.limits.processes = st.settings.candidate_processes;
+  job.cpus = st.placement.candidate;
   return st.attach("candidate", *st.candidate_worker, std::move(job), st.candidate);
 }
 
@@ -446,6 +457,7 @@ Result<RunnerStart> Evaluator::attach_baseline() {
                           {"--role", "baseline", "--socket", st.socket_root + "/baseline/baseline.sock",
                            "--state", st.state_dir, "--task", st.task_path, "--device", st.settings.device,
                            "--compile-mode", st.settings.compile_mode});
+  job.cpus = st.placement.baseline;
   return st.attach("baseline", *st.baseline_worker, std::move(job), st.baseline);
 }
 

@@ -184,6 +184,16 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
     json.field("temperature_c", reading.value().temperature_c).field("pstate", reading.value().pstate).end_object();
   }
   json.end_array().end_object();
+  if (placement != nullptr) {
+    json.key("placement").begin_object();
+    if (placement->placed()) {
+      json.field("owner", cpu_list_text(placement->owner)).field("baseline", cpu_list_text(placement->baseline));
+      json.field("candidate", cpu_list_text(placement->candidate));
+    } else {
+      json.field("note", placement->note);
+    }
+    json.end_object();
+  }
   json.key("sandbox").begin_object().field("launcher", s.sandbox_summary).key("layers").begin_array();
   for (const auto& layer : sandbox_layers) json.value(layer);
   json.end_array().end_object();
@@ -193,7 +203,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);
-  json.field("forward_sync", s.forward_sync);
+  json.field("forward_sync", s.forward_sync).field("cpu_groups", s.cpu_groups);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());

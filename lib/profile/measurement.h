@@ -22,6 +22,7 @@ namespace cudaagent {
 struct ProfileEvidence {
   const ProfileSettings* settings = nullptr;
   const TorchEnv* torch = nullptr;
+  const CpuPlacement* placement = nullptr;  // where the session's processes ran
   std::chrono::steady_clock::time_point started;
   std::string snapshot_hash;
   std::vector<std::pair<std::string, double>> timings;

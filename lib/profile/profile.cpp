@@ -63,7 +63,9 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   // Diagnostics add two CUDA events to every call of every arm: other samples, another key.
   key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics);
-  key.field("forwards_per_call", s.forwards_per_call).field("forward_sync", s.forward_sync).end_object();
+  key.field("forwards_per_call", s.forwards_per_call).field("forward_sync", s.forward_sync);
+  // Placed processes take another share of the machine's cores: other samples, another key.
+  key.field("cpu_groups", s.cpu_groups).end_object();
   return sha256_hex(material);
 }
 
@@ -92,6 +94,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.call_diagnostics = settings.call_diagnostics;
   evaluation.forwards_per_call = settings.forwards_per_call;
   evaluation.forward_sync = settings.forward_sync;
+  evaluation.cpu_groups = settings.cpu_groups;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();
@@ -128,6 +131,7 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   ProfileEvidence evidence;
   evidence.settings = &s;
   evidence.torch = &torch_;
+  evidence.placement = &evaluator_->placement();
   evidence.started = started;
   evidence.rechecked = !use_store;
 

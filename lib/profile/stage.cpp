@@ -202,6 +202,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "call of several forwards: each (after every forward and its copy) or call (once, "
                  "after the last; for trusted code: a candidate's own streams could overlap its "
                  "forwards)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
+  app.add_flag("--cpu-groups", s.cpu_groups, "Run the session's owner and its two runners each on "
+               "a group of whole cores of its own (of the CPUs this process may use), so the "
+               "scheduler never puts two of them on one core");
   app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
       ->check(CLI::Range(2, 10000));
   app.add_option("--max-rounds", s.max_rounds, "Adaptive rounds: go on after --rounds until the "

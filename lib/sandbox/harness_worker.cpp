@@ -164,6 +164,11 @@ std::string HarnessWorker::request_json(const HarnessJob& job, const std::string
   }
   if (job.limits.processes) out.field("processes", static_cast<std::int64_t>(*job.limits.processes));
   out.end_object().field("output_cap", static_cast<std::int64_t>(job.output_cap));
+  if (!job.cpus.empty()) {
+    out.key("cpus").begin_array();
+    for (int cpu : job.cpus) out.value(static_cast<std::int64_t>(cpu));
+    out.end_array();
+  }
   if (!job.scrub_dirs.empty()) {
     out.key("scrub").begin_array();
     for (const auto& dir : job.scrub_dirs) out.value(dir);

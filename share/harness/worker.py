@@ -7,7 +7,8 @@ clean state, and a crash, a hang or a poisoned interpreter ends with its child.
 
 Protocol, one JSON object per line. The worker writes {"ready": true, "torch": VERSION} once
 imported. Each request on stdin: {"job": NONCE, "script": PATH, "argv": [...], "stdin": TEXT,
-"cwd": DIR, "limits": {"cpu_seconds", "address_space_bytes", "data_bytes", "file_size_bytes"}, "output_cap": N};
+"cwd": DIR, "limits": {"cpu_seconds", "address_space_bytes", "data_bytes", "file_size_bytes"}, "output_cap": N,
+and optionally "cpus": [N, ...], the child's CPU affinity, set before anything of the job runs};
 the reply on stdout: {"job": NONCE, "exit": CODE} or {"job": NONCE, "signal": N}, with "output"
 (the first output_cap bytes of the child's stdout and stderr, merged), "truncated", and the child's
 "wall_seconds", "user_cpu_seconds", "system_cpu_seconds", "max_rss_bytes". The parent is not
@@ -182,6 +183,13 @@ def _run_child(request, output_fd, session=None):
         for name, value in request.get("limits", {}).items():
             if name in _LIMITS and value is not None:
                 resource.setrlimit(_LIMITS[name], (int(value), int(value)))
+        if request.get("cpus"):
+            # Before the script: the threads it starts (torch's, CUDA's) inherit the placement.
+            try:
+                os.sched_setaffinity(0, [int(cpu) for cpu in request["cpus"]])
+            except (OSError, ValueError) as error:
+                os.write(2, f"worker: cannot place the job on CPUs {request['cpus']}: {error}\n".encode())
+                os._exit(70)
         if request.get("cwd"):
             os.chdir(request["cwd"])
         # Python ignores SIGXFSZ and SIGPIPE at start; a job ends by the file size limit as any

@@ -13,7 +13,9 @@
 # ANCHOR_OURS (1: also run CUDA Agent's example through our verify and profile), COLD_ITERATIONS
 # (1: new processes per stage), LOOP_TASKS ("example large gemm conv softmax"), CASES (a glob of
 # tests/gpu/cases/), PROFILE_ARGS (more cudaagent-profile arguments for the loop and the A-A, split
-# at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds).
+# at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds), AA_TASKS
+# ("relu_16m sgemm_2048 sgemm_4096"), CPU_GROUPS ("off": the A-A's placements, "off on" runs each
+# repeat without and with profile's --cpu-groups).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -173,31 +175,35 @@ fi
 #    but the times stand), a few repeats per time class: "no_significant_difference" expected. It
 #    imports `model`, outside model_new.py's static policy: --no-python-policy. Each repeat runs
 #    once per call wait in CALL_WAITS ("spin block": profile's --call-wait) and per forwards per
-#    call in FORWARDS ("1": --forwards-per-call) and per FORWARD_SYNCS ("each": --forward-sync),
-#    back to back, so the variants meet the same machine; --call-diagnostics says where each
+#    call in FORWARDS ("1": --forwards-per-call) and per FORWARD_SYNCS ("each": --forward-sync)
+#    and per CPU_GROUPS ("off"; "on": --cpu-groups), back to back, so the variants meet the same machine; --call-diagnostics says where each
 #    call's time went.
 if [[ $sections == *aa* ]]; then
-  for task in relu_16m sgemm_2048 sgemm_4096; do
+  for task in ${AA_TASKS:-relu_16m sgemm_2048 sgemm_4096}; do
     for r in $(seq 1 "${AA_REPEATS:-3}"); do
       for wait in ${CALL_WAITS:-spin block}; do
         for forwards in ${FORWARDS:-1}; do
           for sync in ${FORWARD_SYNCS:-each}; do
-            (($(left) > 30)) || break 5
-            variant=$wait
-            ((forwards == 1)) || variant+=-x$forwards
-            [[ $sync == each ]] || variant+=-sync-$sync
-            ws=$scratch/aa-$task-$r-$variant
-            mkdir -p "$ws/kernels"
-            cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
-            printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
-            t=$(now)
-            "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
-              --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
-              --call-diagnostics "${profile_args[@]}" "$ws" \
-              >"$out/aa-$task-$r-$variant.json" 2>>"$log"
-            row aa "$task #$r $variant" no_significant_difference \
-              "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
-              "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run}' "$out/aa-$task-$r-$variant.json")"
+            for groups in ${CPU_GROUPS:-off}; do
+              (($(left) > 30)) || break 6
+              variant=$wait
+              ((forwards == 1)) || variant+=-x$forwards
+              [[ $sync == each ]] || variant+=-sync-$sync
+              group_args=()
+              [[ $groups == on ]] && { variant+=-groups; group_args=(--cpu-groups); }
+              ws=$scratch/aa-$task-$r-$variant
+              mkdir -p "$ws/kernels"
+              cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
+              printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
+              t=$(now)
+              "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
+                --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
+                --call-diagnostics "${group_args[@]}" "${profile_args[@]}" "$ws" \
+                >"$out/aa-$task-$r-$variant.json" 2>>"$log"
+              row aa "$task #$r $variant" no_significant_difference \
+                "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
+                "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run, at: .profile.placement}' "$out/aa-$task-$r-$variant.json")"
+            done
           done
         done
       done

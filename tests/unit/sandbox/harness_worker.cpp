@@ -4,6 +4,8 @@
 #include "cudaagent/sandbox/harness_worker.h"
 
 #include <doctest/doctest.h>
+
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -301,6 +303,44 @@ TEST_CASE_FIXTURE(WorkerFixture, "output is capped, limits reach the child, and 
   CHECK(result.value().err == "after\n");
 }
 
+
+TEST_CASE_FIXTURE(WorkerFixture, "a job runs on the CPUs it is given, and one it cannot have ends it") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  int last = -1;
+  for (int id = 0; id < CPU_SETSIZE; ++id) {
+    if (CPU_ISSET(id, &allowed)) last = id;
+  }
+  REQUIRE(last >= 0);
+  // The last allowed CPU alone, seen from inside the job and from a thread it starts.
+  HarnessJob placed = job("placed.py", "import os, threading\n"
+                                       "seen = []\n"
+                                       "t = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
+                                       "t.start(); t.join()\n"
+                                       "print(sorted(os.sched_getaffinity(0)), seen[0])\n");
+  placed.cpus = {last};
+  auto result = worker.run(placed);
+  REQUIRE_MESSAGE(result, result.status().message());
+  CHECK(result.value().exit_code == 0);
+  const std::string one = "[" + std::to_string(last) + "]";
+  CHECK(result.value().err == one + " " + one + "\n");
+
+  // Without cpus the job keeps the worker's own placement.
+  result = worker.run(job("free.py", "import os\nprint(len(os.sched_getaffinity(0)))\n"));
+  REQUIRE(result);
+  CHECK(result.value().err == std::to_string(CPU_COUNT(&allowed)) + "\n");
+
+  // A CPU that does not exist: the job never runs its script, and says why.
+  HarnessJob impossible = job("never.py", "print('ran')\n");
+  impossible.cpus = {CPU_SETSIZE + 7};
+  result = worker.run(impossible);
+  REQUIRE(result);
+  CHECK(result.value().exit_code == 70);
+  CHECK(result.value().err.find("cannot place the job") != std::string::npos);
+  CHECK(result.value().err.find("ran") == std::string::npos);
+}
 
 TEST_CASE_FIXTURE(WorkerFixture, "an interactive session relays lines both ways and ends like a job") {
   if (::access("/usr/bin/python3", X_OK) != 0) return;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cudaagent/base/status.h"
+#include "cudaagent/evaluation/cpu_groups.h"
 #include "cudaagent/sandbox/process.h"
 #include "cudaagent/sandbox/runner.h"
 #include "cudaagent/sandbox/torch_env.h"
@@ -73,6 +74,9 @@ struct EvaluationSettings {
   // stays the default: with "call" nothing orders two forwards on the candidate's own streams, so
   // a candidate could run a call's forwards side by side (tests/gpu/forward_overlap_check.sh).
   std::string forward_sync = "each";
+  // The owner and the two runners each on a group of whole cores of their own (cpu_groups.h), so
+  // the scheduler never puts two of them on one core. Off: wherever the scheduler puts them.
+  bool cpu_groups = false;
   // A stop request (a signal number, 0 for none; usually the session's): every wait of the
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.
@@ -194,6 +198,9 @@ class Evaluator {
   // Ends the candidate's runner: asks it to stop, then kills it if it does not. Its worker ends any
   // process it left behind and empties its /tmp and /dev/shm.
   Result<RunnerEnd> end_candidate();
+
+  // Where the session's processes run (EvaluationSettings::cpu_groups), decided once.
+  const CpuPlacement& placement() const;
 
   // Fresh seeds from the OS's random source: the trusted side's secret until each call.
   std::vector<std::uint64_t> fresh_seeds(std::size_t count);

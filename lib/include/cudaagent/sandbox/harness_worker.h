@@ -44,6 +44,7 @@ struct HarnessJob {
   std::string working_dir;
   double timeout_seconds = 60;      // from the request until the answer
   ProcessLimits limits;             // applied in the child: cpu, address space, file size
+  std::vector<int> cpus;            // the child's CPU affinity (sched_setaffinity); empty: inherited
   std::size_t output_cap = std::size_t{1} << 20;  // child's stdout+stderr kept
   // Emptied by the worker once the job and everything it started have ended: the sandbox's private
   // /tmp and /dev/shm, so the next job starts from fresh, empty writable space. Never set this for
