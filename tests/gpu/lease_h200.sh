@@ -2,8 +2,8 @@
 # The GPU checks of the open work, in phases that each fit one device call (10 minutes), so a
 # session's 30 minutes of device time go to two or three calls (choose the phases it needs). Run
 # from the repository root on the GPU machine, with the binaries built here on Debian 12 and
-# carried (build/layout/bin, .deps: made by tests/gpu/make_deps.sh; .deps/train for `train`, made by
-# tests/gpu/train/fetch_debs.sh; .anchor for CUDA Agent's workspace in `timing`).
+# carried (build/layout/bin, .deps: made by tests/gpu/make_deps.sh; .deps/train for `train` and
+# `dist`, made by tests/gpu/train/fetch_debs.sh; .anchor for CUDA Agent's workspace in `timing`).
 #
 #   tests/gpu/lease_h200.sh checks BIN OUT   cudaagent-train built against the machine's torch (in
 #       the background, niced, where .deps/train was carried), then rollout_check.sh, the GPU cases
@@ -11,6 +11,12 @@
 #       is left; CHECK_STEPS (default "rollout verify-sets stop catalog") runs some of them only
 #   tests/gpu/lease_h200.sh train BIN OUT    parity.sh (reusing build/gpu-train when the machine is
 #       still warm), ppo_bench.sh, then rollout episodes against cudaagent-train serve
+#   tests/gpu/lease_h200.sh dist BIN OUT     on the nvidia-h200-x2 kind (two GPUs), with .deps/train
+#       carried: cudaagent-train built against the machine's torch (parity.sh's build into
+#       build/gpu-train, skipped while a warm machine still has it), then tests/gpu/train/dist_x2.sh:
+#       PPO on the fixtures' tiny Qwen2 by one rank and by two srun-style NCCL ranks must reach the
+#       same weights, and PPO update tokens/s of the Qwen2-0.5B shape on one GPU and on two
+#       (NCCL_NVLS_ENABLE=0 throughout); BIN is not used
 #   tests/gpu/lease_h200.sh timing BIN OUT   session_h200.sh: the agent's loop per kind of task
 #       (small, 256 MB, GEMM, convolution, softmax) beside CUDA Agent's scripts on each
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
@@ -137,6 +143,14 @@ train)
   fi
   finish parity/results.md ppo/summary.md rollout-serve.md
   ;;
+dist)
+  # Two GPUs (the nvidia-h200-x2 kind). The build took about 3 minutes on 16 cores (none while a
+  # warm machine still has build/gpu-train); dist_x2.sh gets what is left, about 4 minutes used.
+  step build 330 env PARITY_BUILD_DIR="$root/build/gpu-train" PARITY_BUILD_ONLY=1 \
+    bash "$root/tests/gpu/train/parity.sh" "$logs/train-build"
+  step dist "$(($(left) - 15))" bash "$root/tests/gpu/train/dist_x2.sh" "$logs/dist" "$root/build/gpu-train/bin"
+  finish dist/summary.md
+  ;;
 timing | aa)
   with_binaries
   sections=${SECTIONS:-anchor loop}
@@ -198,7 +212,7 @@ dataset)
   rm -rf "$logs"
   ;;
 *)
-  echo "lease_h200: unknown phase '$phase' (checks, train, timing, aa, data, dataset)" >&2
+  echo "lease_h200: unknown phase '$phase' (checks, train, dist, timing, aa, data, dataset)" >&2
   exit 2
   ;;
 esac
