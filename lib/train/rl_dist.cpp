@@ -175,6 +175,11 @@ std::unique_ptr<Communicator> make_local_communicator() {
   return std::make_unique<LocalCommunicator>();
 }
 
+int cuda_device_for(int local_rank, int visible_devices) {
+  if (visible_devices <= 0 || local_rank < visible_devices) return local_rank;
+  return local_rank % visible_devices;
+}
+
 Result<std::unique_ptr<Communicator>> connect_communicator(const RankInfo& rank,
                                                            const std::string& backend,
                                                            std::chrono::milliseconds timeout) {
@@ -215,7 +220,8 @@ Result<std::unique_ptr<Communicator>> connect_communicator(const RankInfo& rank,
         c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank.rank, rank.world_size, options);
     return std::unique_ptr<Communicator>(new GroupCommunicator<c10d::ProcessGroupNCCL>(
         store, group, rank.rank, rank.world_size,
-        c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank.local_rank))));
+        c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank.cuda_device >= 0 ? rank.cuda_device
+                                                                                    : rank.local_rank))));
 #else
     return Status::error("this torch build has no NCCL process group");
 #endif

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,8 +240,11 @@ Result<RunSetup> set_up(RlRunOptions& options, const std::string& stage, Session
   if (!rank) return rank.status();
   setup.rank = rank.value();
   if (setup.device.is_cuda() && !setup.device.has_index()) {
-    setup.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(setup.rank.local_rank));
+    const int visible = static_cast<int>(torch::cuda::device_count());
+    setup.device = c10::Device(c10::kCUDA,
+                               static_cast<c10::DeviceIndex>(cuda_device_for(setup.rank.local_rank, visible)));
   }
+  if (setup.device.is_cuda()) setup.rank.cuda_device = setup.device.index();
   const std::string backend = !options.backend.empty() ? options.backend
                               : setup.device.is_cuda() ? "nccl"
                                                        : "gloo";

@@ -83,6 +83,15 @@ Outcome train(Communicator& communicator, const std::vector<Trajectory>& data) {
 
 }  // namespace
 
+TEST_CASE("a rank's GPU is its local rank, or that modulo the GPUs its process sees") {
+  CHECK(cuda_device_for(0, 2) == 0);
+  CHECK(cuda_device_for(1, 2) == 1);
+  CHECK(cuda_device_for(1, 1) == 0);  // srun --gpus-per-task: each task sees its own GPU as 0
+  CHECK(cuda_device_for(3, 2) == 1);
+  CHECK(cuda_device_for(2, 8) == 2);
+  CHECK(cuda_device_for(1, 0) == 1);  // no GPU seen: left for the device's own error
+}
+
 TEST_CASE("ranks from torchrun's and Slurm's variables") {
   auto single = from({});
   REQUIRE(single);

@@ -22,7 +22,8 @@ namespace cudaagent {
 struct RankInfo {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // this rank's GPU on its node
+  int local_rank = 0;  // this rank's place on its node
+  int cuda_device = -1;  // the CUDA device it uses (cuda_device_for); -1: its local rank
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool distributed() const { return world_size > 1; }
@@ -33,6 +34,12 @@ struct RankInfo {
 // rank when none are set. A Status for values that are not numbers or out of range. `lookup`
 // returns a variable's value or nullptr (std::getenv in the tools; a map in tests).
 Result<RankInfo> rank_from_environment(const std::function<const char*(const char*)>& lookup);
+
+// The CUDA device of a rank whose process sees `visible_devices` GPUs: its local rank, unless the
+// process sees no more than that (srun --gpus-per-task and other per-task bindings show each task
+// its own GPUs, numbered from 0), then the local rank modulo what it sees. 0 or fewer visible:
+// the local rank, for the device's own error to name.
+int cuda_device_for(int local_rank, int visible_devices);
 
 class Communicator {
  public:
