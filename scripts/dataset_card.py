@@ -67,6 +67,15 @@ def bar(n, most, width=40):
     return "#" * (0 if most == 0 else max(1 if n else 0, round(width * n / most)))
 
 
+def repository_relative(path):
+    """A reference set's path as the rebuild command gives it: relative to the repository when it
+    lies inside it, so the card names no build machine's folders."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isabs(path) and os.path.commonpath([root, path]) == root:
+        return os.path.relpath(path, root)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("state", "tasks", "catalog", "depths", "shipped", "rebuild", "json", "markdown"):
@@ -140,7 +149,8 @@ def main():
                  "seed": state["seed"], "count": state["count"], "synth_args": state["synth_args"],
                  "window_ms": state["window_ms"], "timeout_s": state["timeout_s"],
                  "filter_device": state["device"], "dedup_threshold": state["threshold"],
-                 "references": state["references"], "rebuild": a.rebuild},
+                 "references": [dict(r, path=repository_relative(r["path"])) for r in state["references"]],
+                 "rebuild": a.rebuild},
         "environment": env,
         "pipeline": {"synthesised": state["synth"]["records"], "synth_errors": state["synth"]["errors"],
                      "near_reference": state["dedup"]["near_reference"],
