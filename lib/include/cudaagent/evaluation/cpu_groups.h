@@ -1,8 +1,9 @@
 // Disjoint groups of whole cores for the evaluation session's three processes: the owner (the
 // clock), the baseline's runner and the candidate's runner. Left to the scheduler, a runner woken
-// by the owner is often placed on the owner's core or its hyperthread sibling, where the two then
-// take turns; such a placement lasts until the next migration, seconds, and slows one arm's calls
-// for several rounds. With a group each, the three never share a core.
+// by the owner can be placed on the owner's core or its hyperthread sibling, where the two then
+// take turns until the next migration. That would explain the A-A runs whose one arm stayed slow
+// for several rounds; tests/gpu/session_h200.sh (CPU_GROUPS="off on") measures whether the groups
+// help. With a group each, the three never share a core.
 #pragma once
 
 #include <string>
