@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -28,8 +29,13 @@ bool make_directories(const std::string& path, unsigned mode) {
   return true;
 }
 
+std::string temporary_sibling(const std::string& path) {
+  static std::atomic<std::uint64_t> serial{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+}
+
 bool write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_sibling(path);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   std::size_t done = 0;

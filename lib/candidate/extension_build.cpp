@@ -288,7 +288,7 @@ Status Builder::precompile_header() {
   std::vector<std::string> argv = {cxx_.path};
   argv.insert(argv.end(), cxx_flags_.begin(), cxx_flags_.end());
   argv.insert(argv.end(), includes_.begin(), includes_.end());
-  const std::string temp = pch_header_ + ".gch.tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_sibling(pch_header_ + ".gch");
   argv.insert(argv.end(), {"-x", "c++-header", pch_header_, "-o", temp});
   std::string budget_reason;
   StepOutcome outcome;
@@ -320,8 +320,10 @@ void Builder::compile_one(std::size_t index) {
     step.cached = step.ok = true;
     step.object = job.object;
   } else {
-    const std::string temp =
-        job.object + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(index);
+    // Builds on other threads may compile the same object (binding.cpp is the same in every
+    // workspace): each writes its own temporary, and the object is content-addressed, so the
+    // first rename wins and a later one that finds the object made is as good.
+    const std::string temp = temporary_sibling(job.object);
     std::vector<std::string> argv = {job.nvcc ? nvcc_.path : cxx_.path};
     const auto& flags = job.nvcc ? nvcc_flags_ : cxx_flags_;
     argv.insert(argv.end(), flags.begin(), flags.end());
@@ -342,7 +344,7 @@ void Builder::compile_one(std::size_t index) {
       if (outcome.failure == StepFailure::kNone) {
         std::error_code rename_error;
         fs::rename(temp, job.object, rename_error);
-        step.ok = !rename_error;
+        step.ok = !rename_error || fs::exists(job.object);
         if (step.ok) step.object = job.object;
         const std::string said = filtered(done->err + done->out);
         if (!said.empty() && result_.warnings.size() < 2000) {
@@ -433,8 +435,7 @@ void Builder::link(const std::string& out_dir) {
   } else {
     // Into the cache by an atomic rename, so a concurrent build never loads half a module; a
     // failure only costs the next build its link.
-    static std::atomic<unsigned> serial{0};  // one process may link the same module on two threads
-    const std::string temp = cached + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+    const std::string temp = temporary_sibling(cached);
     std::error_code ignored;
     if (fs::copy_file(result_.module_path, temp, fs::copy_options::overwrite_existing, ignored)) {
       fs::rename(temp, cached, ignored);

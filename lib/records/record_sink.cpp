@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cudaagent/base/files.h"
+
 namespace cudaagent {
 namespace {
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
@@ -77,7 +79,7 @@ Result<RecordSink> RecordSink::open(const std::string& path) {
     if (state->fd < 0) return Status::error("cannot open '" + path + "': " + std::strerror(errno));
     state->owns_fd = true;
   } else {
-    state->temp_path = path + ".tmp." + std::to_string(::getpid());
+    state->temp_path = temporary_sibling(path);
     state->fd = ::open(state->temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (state->fd < 0) {
       return Status::error("cannot create '" + path + "': " + std::strerror(errno));

@@ -100,7 +100,7 @@ Status rl_write_tensors(const std::string& path, const NamedTensors& contents) {
   // The format pads the header with spaces to a multiple of 8 bytes.
   while (header.size() % 8 != 0) header.push_back(' ');
 
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_sibling(path);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return Status::error("cannot create " + cudaagent::quoted(temp) + ": " + std::strerror(errno));

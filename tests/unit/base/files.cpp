@@ -1,9 +1,15 @@
-// read_untrusted_file: what the trusted side reads from a directory an untrusted process wrote.
+// read_untrusted_file: what the trusted side reads from a directory an untrusted process wrote;
+// temporary_sibling: the names atomic writes go through.
 #include "cudaagent/base/files.h"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "test_support.h"
 
@@ -33,4 +39,21 @@ TEST_CASE("read_untrusted_file reads regular files within the limit and nothing 
 
   status = cudaagent::read_untrusted_file(dir.file("missing"), 100, bytes);
   CHECK(status.message().find("No such file") != std::string::npos);
+}
+
+TEST_CASE("temporary_sibling never gives two writers of one path the same temporary") {
+  const std::string first = cudaagent::temporary_sibling("/tmp/x/object.o");
+  const std::string second = cudaagent::temporary_sibling("/tmp/x/object.o");
+  CHECK(first != second);
+  CHECK(first.starts_with("/tmp/x/object.o.tmp." + std::to_string(::getpid()) + "."));
+  // From many threads at once: every name distinct.
+  std::vector<std::string> names(400);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&names, t] {
+      for (int i = t; i < 400; i += 4) names[static_cast<std::size_t>(i)] = cudaagent::temporary_sibling("p");
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
 }

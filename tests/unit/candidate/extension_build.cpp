@@ -18,7 +18,9 @@ using namespace cudaagent;
 namespace {
 
 // Answers --version; otherwise writes the file after -o, and appends "header" or "object" to
-// $dir/calls. The header takes a second, long enough for the other builds to find it being made.
+// $dir/calls. The header takes a second, long enough for the other builds to find it being made;
+// an object takes 0.3 s, so the builds compile the shared binding.cpp at the same time (each must
+// write its own temporary: sharing one, all but the first rename failed).
 std::string fake_compiler(const testing::TempDir& dir) {
   const std::string path = dir.file("fake-g++");
   testing::write_file(path, "#!/bin/sh\n"
@@ -30,6 +32,7 @@ std::string fake_compiler(const testing::TempDir& dir) {
                             "  prev=$a\n"
                             "done\n"
                             "[ $kind = header ] && sleep 1\n"
+                            "[ $kind = object ] && sleep 0.3\n"
                             "echo $kind >>'" + dir.file("calls") + "'\n"
                             "echo built >\"$out\"\n");
   ::chmod(path.c_str(), 0755);
@@ -73,7 +76,7 @@ TEST_CASE("builds that start cold at once precompile the torch header once betwe
   for (auto& build : builds) {
     auto result = build.get();
     REQUIRE_MESSAGE(result, result.status().message());
-    CHECK_MESSAGE(result.value().ok, result.value().diagnostics);
+    CHECK_MESSAGE(result.value().ok, std::string(result.value().diagnostics + result.value().log));
     for (const auto& step : result.value().steps) made_header += step.source == "(precompiled torch header)";
   }
   const std::string calls = testing::read_file(dir.file("calls"));

@@ -17,6 +17,11 @@ bool make_directories(const std::string& path, unsigned mode = 0700);
 // names the parent and the reason when it cannot be made.
 Result<std::string> make_private_dir(const std::string& parent, const std::string& prefix);
 
+// A name beside `path` for a file to be renamed onto it: "<path>.tmp.<pid>.<n>", with n counted
+// per process, so two threads (or two processes) writing the same path never share a temporary,
+// which would let one rename the other's half-written file or find its own already moved.
+std::string temporary_sibling(const std::string& path);
+
 // Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
 bool write_file_atomically(const std::string& path, const std::string& bytes);
 
