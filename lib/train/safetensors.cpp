@@ -267,7 +267,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   w.end_object();
   header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
 
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  const std::string temporary = temporary_sibling(path);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error("cannot create " + cudaagent::quoted(temporary) + ": " + errno_text());
   const auto fail = [&](const Status& s) {
