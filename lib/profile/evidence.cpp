@@ -200,6 +200,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   if (verdict != Verdict::kPass && !candidate_stderr.empty()) json.field("candidate_stderr", candidate_stderr);
   json.key("settings").begin_object().field("rounds", s.rounds).field("round_ms", s.round_ms);
   json.field("max_rounds", std::max(s.rounds, s.max_rounds)).field("target_ci", s.target_ci);
+  json.field("rounds_seconds", s.rounds_seconds);
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);

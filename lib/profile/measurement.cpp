@@ -146,12 +146,14 @@ std::optional<double> Measurement::interval_half_width(const std::map<std::strin
 
 // The rounds: every model on the same fresh seeds in a random order, each round; the host times of
 // the calls not audited, per model and round, into `raw`. Adaptive rounds (target_ci) stop once the
-// watched interval is tight enough, looking only after the least number of rounds has run.
+// watched interval is tight enough or their time (rounds_seconds) is spent, looking only after the
+// least number of rounds has run.
 Status Measurement::rounds(const std::vector<std::string>& models, int calls, bool fresh,
                            std::map<std::string, RoundSamples>& raw) {
   const int most = std::max(s_.rounds, s_.max_rounds);
-  const bool adaptive = s_.target_ci > 0 && most > s_.rounds;
+  const bool adaptive = (s_.target_ci > 0 || s_.rounds_seconds > 0) && most > s_.rounds;
   evidence_.rounds_stop = adaptive ? "max_rounds" : "fixed";
+  const auto started = std::chrono::steady_clock::now();
   for (int round = 0; round < most; ++round) {
     const auto seeds = evaluator_.fresh_seeds(static_cast<std::size_t>(calls));
     std::vector<std::string> order = models;
@@ -178,8 +180,14 @@ Status Measurement::rounds(const std::vector<std::string>& models, int calls, bo
     evidence_.rounds_run = round + 1;
     if (adaptive && round + 1 >= s_.rounds) {
       evidence_.rounds_half_width = interval_half_width(raw, fresh);
-      if (evidence_.rounds_half_width && *evidence_.rounds_half_width <= s_.target_ci) {
+      if (s_.target_ci > 0 && evidence_.rounds_half_width &&
+          *evidence_.rounds_half_width <= s_.target_ci) {
         evidence_.rounds_stop = "target";
+        break;
+      }
+      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - started;
+      if (s_.rounds_seconds > 0 && spent.count() >= s_.rounds_seconds) {
+        evidence_.rounds_stop = "time";
         break;
       }
     }

@@ -45,8 +45,9 @@ struct ProfileEvidence {
   std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
   // With call_diagnostics: per model of the rounds, per phase, each round's median (CallBatch).
   std::map<std::string, std::map<std::string, std::vector<double>>> call_phases_ms;
-  // The rounds that ran, why they stopped ("fixed", "target" or "max_rounds": adaptive rounds,
-  // ProfileSettings::target_ci), and the interval's relative half-width they last saw.
+  // The rounds that ran, why they stopped ("fixed", "target", "time" or "max_rounds": adaptive
+  // rounds, ProfileSettings::target_ci and rounds_seconds), and the interval's relative half-width
+  // they last saw.
   int rounds_run = 0;
   std::string rounds_stop = "fixed";
   std::optional<double> rounds_half_width;

@@ -59,6 +59,8 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("compile_mode", s.compile_mode).field("rounds", s.rounds).field("round_ms", s.round_ms);
   // Adaptive rounds change how many rounds fresh baselines hold: another key.
   key.field("max_rounds", std::max(s.rounds, s.max_rounds)).field("target_ci", s.target_ci);
+  // Only when set, so that the keys of baselines stored before the option existed still match.
+  if (s.rounds_seconds > 0) key.field("rounds_seconds", s.rounds_seconds);
   key.field("min_calls", s.min_calls).field("max_calls", s.max_calls);
   key.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   // Diagnostics add two CUDA events to every call of every arm: other samples, another key.

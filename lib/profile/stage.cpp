@@ -213,6 +213,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--target-ci", s.target_ci, "Adaptive rounds: stop once the 95% interval's "
                  "half-width is at most this fraction of its median (0: fixed rounds)")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--rounds-seconds", s.rounds_seconds, "Adaptive rounds: stop once the rounds "
+                 "have taken this many seconds, after --rounds, met target or not (0: no limit)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   app.add_option("--round-ms", s.round_ms, "Timed work per round and arm (sets the calls per round)")
       ->capture_default_str()->check(CLI::Range(0.01, 60000.0));
   app.add_option("--max-calls", s.max_calls, "Most timed calls per round and arm")->capture_default_str()
@@ -264,9 +267,12 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
     return Status::error("--max-rounds " + std::to_string(asked.max_rounds) + " is below --rounds " +
                          std::to_string(asked.rounds));
   }
-  if (asked.target_ci > 0 && asked.max_rounds <= asked.rounds) {
-    return Status::error("--target-ci needs --max-rounds above --rounds (" + std::to_string(asked.rounds) +
-                         "): the rounds it may add");
+  for (const auto& [name, set] : {std::pair{"--target-ci", asked.target_ci > 0},
+                                   std::pair{"--rounds-seconds", asked.rounds_seconds > 0}}) {
+    if (set && asked.max_rounds <= asked.rounds) {
+      return Status::error(std::string(name) + " needs --max-rounds above --rounds (" +
+                           std::to_string(asked.rounds) + "): the rounds it may add");
+    }
   }
   options.settings.build.jobs = options.common.jobs;
   options.settings.python_policy = !options.no_python_policy;

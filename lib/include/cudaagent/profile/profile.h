@@ -47,6 +47,10 @@ struct ProfileSettings {
   // baselines come from the store), is at most target_ci, or max_rounds have run. 0: fixed rounds.
   int max_rounds = 0;
   double target_ci = 0;
+  // Adaptive rounds also stop once the rounds have taken this many seconds (after --rounds): on
+  // short kernels a tight target may never be met, and the agent's loop should not wait for
+  // max_rounds. 0: no time limit.
+  double rounds_seconds = 0;
   double round_ms = 20;                 // timed work per round and arm (sets calls per round)
   int min_calls = 3;
   int max_calls = 32;
