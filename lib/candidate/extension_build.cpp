@@ -321,8 +321,8 @@ void Builder::compile_one(std::size_t index) {
     step.object = job.object;
   } else {
     // Builds on other threads may compile the same object (binding.cpp is the same in every
-    // workspace): each writes its own temporary, and the object is content-addressed, so the
-    // first rename wins and a later one that finds the object made is as good.
+    // workspace): each writes its own temporary and renames it over the object, which is
+    // content-addressed, so whichever rename lands last leaves the same bytes.
     const std::string temp = temporary_sibling(job.object);
     std::vector<std::string> argv = {job.nvcc ? nvcc_.path : cxx_.path};
     const auto& flags = job.nvcc ? nvcc_flags_ : cxx_flags_;
@@ -344,7 +344,7 @@ void Builder::compile_one(std::size_t index) {
       if (outcome.failure == StepFailure::kNone) {
         std::error_code rename_error;
         fs::rename(temp, job.object, rename_error);
-        step.ok = !rename_error || fs::exists(job.object);
+        step.ok = !rename_error;
         if (step.ok) step.object = job.object;
         const std::string said = filtered(done->err + done->out);
         if (!said.empty() && result_.warnings.size() < 2000) {
