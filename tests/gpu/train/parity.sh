@@ -40,7 +40,7 @@ if [[ ! -x $build/bin/cudaagent-train ]]; then
     -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" -DOPENSSL_ROOT_DIR="$deps/usr" \
     -DCUDAToolkit_ROOT="${CUDAToolkit_ROOT:-/usr/local/cuda}" >"$out/cmake.log" 2>&1 ||
     { tail -40 "$out/cmake.log" >&2; exit 1; }
-  cmake --build "$build" --target cudaagent-train -j "$(nproc)" >"$out/build.log" 2>&1 ||
+  cmake --build "$build" --target cudaagent-train -j "$(nproc)" -- -k 0 >"$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -40 >&2; exit 1; }
 fi
 # Libraries the machine lacks come from the unpacked packages; its own stay in charge otherwise.
@@ -55,6 +55,9 @@ if ldd "$build/bin/cudaagent-train" | grep -q 'not found'; then
   exit 1
 fi
 "$build/bin/cudaagent-train" --version >"$out/version.txt"
+# The wheel's libtorch exports copies of C++ library functions; the program must not use them.
+bash "$root/tests/train/library_order.sh" "$build/bin" >"$out/library-order.txt" 2>&1 ||
+  { cat "$out/library-order.txt" >&2; exit 1; }
 [[ ${PARITY_BUILD_ONLY:-0} == 1 ]] && { cat "$out/version.txt"; exit 0; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1 || true
 "$python" "$root/tests/gpu/train/parity.py" --bin "$build/bin" --out "$out"

@@ -88,5 +88,10 @@ struct Session {
 // (terminal_text.h), capped at kQuotedBytes, so a name made of escape sequences prints as text.
 inline constexpr std::size_t kQuotedBytes = 1024;
 std::string quoted(std::string_view subject);
+// Exact overloads: for a std::string or a C string, argument-dependent lookup also finds
+// std::quoted (GCC 13's <functional> declares it), and a template that matches exactly would win
+// over the conversion to string_view.
+inline std::string quoted(const std::string& subject) { return quoted(std::string_view(subject)); }
+inline std::string quoted(const char* subject) { return quoted(std::string_view(subject)); }
 
 }  // namespace cudaagent
