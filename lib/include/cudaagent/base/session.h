@@ -89,8 +89,8 @@ struct Session {
 inline constexpr std::size_t kQuotedBytes = 1024;
 std::string quoted(std::string_view subject);
 // Exact overloads: for a std::string or a C string, argument-dependent lookup also finds
-// std::quoted (GCC 13's <functional> declares it), and a template that matches exactly would win
-// over the conversion to string_view.
+// std::quoted wherever a standard header has declared it (GCC 13's do, without <iomanip>), and
+// that template matches exactly, so it would win over the conversion to string_view.
 inline std::string quoted(const std::string& subject) { return quoted(std::string_view(subject)); }
 inline std::string quoted(const char* subject) { return quoted(std::string_view(subject)); }
 
