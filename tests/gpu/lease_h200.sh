@@ -8,7 +8,8 @@
 #   tests/gpu/lease_h200.sh checks BIN OUT   cudaagent-train built against the machine's torch (in
 #       the background, niced, where .deps/train was carried), then rollout_check.sh, the GPU cases
 #       and controls of run_h200.sh, stop_check.sh and the CPU catalog on the CUDA base while time
-#       is left; CHECK_STEPS (default "rollout verify-sets stop catalog") runs some of them only
+#       is left; CHECK_STEPS (default "rollout verify-sets stop catalog") runs some of them only,
+#       TRAIN_BUILD=0 skips the build, CASE_SHARDS (3) verifier processes share each case set
 #   tests/gpu/lease_h200.sh train BIN OUT    parity.sh (reusing build/gpu-train when the machine is
 #       still warm), ppo_bench.sh, then rollout episodes against cudaagent-train serve
 #   tests/gpu/lease_h200.sh dist BIN OUT     on the nvidia-h200-x2 kind (two GPUs), with .deps/train
@@ -97,7 +98,7 @@ checks)
   check_steps=" ${CHECK_STEPS:-rollout verify-sets stop catalog} "
   wants() { [[ $check_steps == *" $1 "* ]]; }
   builder=""
-  if compgen -G "$root/.deps/train/*.deb" >/dev/null; then
+  if [[ ${TRAIN_BUILD:-1} == 1 ]] && compgen -G "$root/.deps/train/*.deb" >/dev/null; then
     (
       cd "$root" && PARITY_BUILD_DIR=build/gpu-train PARITY_BUILD_ONLY=1 nice -n 15 \
         bash tests/gpu/train/parity.sh "$logs/train-build"
@@ -107,7 +108,7 @@ checks)
   fi
   with_binaries
   wants rollout && step rollout 200 env CONCURRENT=${CONCURRENT:-4} bash "$root/tests/gpu/rollout_check.sh" "$bin" "$logs/rollout"
-  wants verify-sets && step verify-sets "${VERIFY_SECONDS:-300}" env KEEP_CACHE=1 \
+  wants verify-sets && step verify-sets "${VERIFY_SECONDS:-300}" env KEEP_CACHE=1 CASE_SHARDS="${CASE_SHARDS:-3}" \
     SETS="gpu-cases conv-controls softmax-tolerance gemm-controls" \
     EDIT_ITERATIONS=2 CASE_TIMEOUT=15 bash "$root/tests/gpu/run_h200.sh" "$bin" "$logs/verify"
   wants stop && step stop 120 env SETTLE=15 bash "$root/tests/gpu/stop_check.sh" "$bin" "$logs/stop"
@@ -115,7 +116,7 @@ checks)
     wait "$builder"
     tail -1 "$logs/train-build.txt" >>"$logs/steps.md"
   fi
-  wants catalog && step catalog 600 env KEEP_CACHE=1 SETS=catalog EDIT_ITERATIONS=1 bash "$root/tests/gpu/run_h200.sh" "$bin" "$logs/catalog"
+  wants catalog && step catalog 600 env KEEP_CACHE=1 CASE_SHARDS="${CASE_SHARDS:-3}" SETS=catalog EDIT_ITERATIONS=1 bash "$root/tests/gpu/run_h200.sh" "$bin" "$logs/catalog"
   [[ -f $logs/rollout.txt ]] && tail -12 "$logs/rollout.txt" >"$logs/rollout.md"
   finish rollout.md verify/results.md stop/summary.md catalog/results.md
   ;;

@@ -10,7 +10,8 @@
 # Binaries built on Debian 12 run there with LD_LIBRARY_PATH pointing at carried libraries
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
 #   KEEP_CACHE (0: start from an empty build cache), GPU_CASES (a glob of tests/gpu/cases/; *),
-#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls softmax-tolerance"), CASE_TIMEOUT (20 s).
+#   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls softmax-tolerance"), CASE_TIMEOUT (20 s),
+#   CASE_SHARDS (1: the verifier processes a set is split over, run side by side).
 set -uo pipefail
 shopt -s extglob  # GPU_CASES may be a pattern list such as @(g05-*|g-*)
 bin=$1 out=$2 anchor=${3:-}
@@ -86,9 +87,15 @@ overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
   done
   local start end record expected verdict reason
   start=$(date +%s.%N)
-  # Through a pipe, so each record is flushed as it is made (a run cut short keeps them).
-  "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" $flag "${dirs[@]}" \
-    2>>"$log" | cat >"$out/$label.jsonl"
+  # Through a pipe, so each record is flushed as it is made (a run cut short keeps them). With
+  # CASE_SHARDS=N, N verifier processes take a shard each (--shard), side by side on the GPU.
+  local shards=${CASE_SHARDS:-1} shard
+  for ((shard = 0; shard < shards; shard++)); do
+    "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" \
+      --shard "$shard/$shards" $flag "${dirs[@]}" 2>>"$log" | cat >"$out/$label.shard$shard.jsonl" &
+  done
+  wait
+  cat "$out/$label".shard*.jsonl >"$out/$label.jsonl" && rm -f "$out/$label".shard*.jsonl
   end=$(date +%s.%N)
   while read -r record; do
     name=$(jq -r .id <<<"$record")
@@ -102,7 +109,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
     echo "| $label | ${#dirs[@]} records | $(wc -l <"$out/$label.jsonl") records | | |" >>"$table"
     failures=$((failures + 1))
   }
-  echo "| $label, ${#dirs[@]} cases in one process | | | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | wall time |" >>"$table"
+  echo "| $label, ${#dirs[@]} cases in $shards process(es) | | | $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') | wall time |" >>"$table"
 }
 # The CPU catalog's device-independent cases, the GPU cases (tests/gpu/cases: numeric, memory,
 # crash and hang attacks in .cu, plus stream controls), and the GEMM honest controls (naive,

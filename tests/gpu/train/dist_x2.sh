@@ -25,7 +25,8 @@
 #               median over iterations after the first of rank 0's perf/update_tokens_per_s (the
 #               whole batch's tokens over the update's wall time, so it is the job's rate), and
 #               the ratio. Reported, never gated. THROUGHPUT=0 skips this part.
-# Writes OUT/summary.md (both tables; lease_h200.sh prints it) and exits 1 when a parity check
+# RANKS=1 runs only the one-rank side of both parts (a single GPU can check that much: the PPO run
+# with its checkpoints, and the one-GPU throughput). Writes OUT/summary.md (both tables; lease_h200.sh prints it) and exits 1 when a parity check
 # fails or a run fails.
 #
 # Tolerances, rtol 1e-3 and atol 1e-4 per element. The two sides differ only in the order of
@@ -64,6 +65,14 @@ bin=$(cd "${2:-$root/build/gpu-train/bin}" 2>/dev/null && pwd) ||
 device=${DEVICE:-cuda}
 python=${PYTHON:-python3}
 dist_timeout=${DIST_TIMEOUT:-300}
+# RANKS=1 runs the one-rank half alone (one GPU: what a single H200 can check of this script, its
+# one-rank PPO with checkpoints and the one-GPU throughput); the default runs both halves.
+ranks_list=${RANKS:-1 2}
+case " $ranks_list " in
+  " 1 2 ") two_ranks=1 needed_gpus=2 ;;
+  " 1 ") two_ranks=0 needed_gpus=1 ;;
+  *) echo "dist_x2: RANKS is \"1 2\" or 1, not \"$ranks_list\"" >&2; exit 2 ;;
+esac
 case $device in
   cuda) backend=nccl ;;
   cpu) backend=gloo ;;
@@ -84,7 +93,7 @@ fi
 "$bin/cudaagent-train" --version >"$out/version.txt" 2>&1 || { cat "$out/version.txt" >&2; exit 1; }
 if [[ $device == cuda ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  ((gpus >= 2)) || { echo "dist_x2: $gpus GPU(s) here; two are needed (the nvidia-h200-x2 kind)" >&2; exit 1; }
+  ((gpus >= needed_gpus)) || { echo "dist_x2: $gpus GPU(s) here; $needed_gpus needed (RANKS=\"$ranks_list\")" >&2; exit 1; }
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
   nvidia-smi topo -m >"$out/topology.txt" 2>&1
 fi
@@ -249,12 +258,26 @@ row() { rows+=("| $1 | $2 | $3 |"); [[ $2 == pass ]] || failed=1; }
 t0=$SECONDS
 launch "$parity/one" 1 --run "$parity/one" "${flags[@]}" "$parity/data.jsonl"
 one_code=$?
-launch "$parity/two" 2 --run "$parity/two" "${flags[@]}" "$parity/data.jsonl"
-two_code=$?
-echo "parity runs: one rank exit $one_code, two ranks exit $two_code, $((SECONDS - t0)) s"
+two_code=0
+if ((two_ranks)); then
+  launch "$parity/two" 2 --run "$parity/two" "${flags[@]}" "$parity/data.jsonl"
+  two_code=$?
+fi
+echo "parity runs: one rank exit $one_code$( ((two_ranks)) && echo ", two ranks exit $two_code"), $((SECONDS - t0)) s"
+# Every iteration saved a checkpoint and the run keeps the last two (--keep-checkpoints' default):
+# the older ones were removed, which is where a libstdc++ function bound to the wrong library
+# once crashed the program.
+if ((one_code == 0)); then
+  kept=$(find "$parity/one/checkpoints" -mindepth 1 -maxdepth 1 -type d -name 'iter-*' | wc -l)
+  if ((kept == 2 || (steps < 2 && kept == steps))); then
+    row "one rank: $steps iterations, a checkpoint each, the last 2 kept" pass "$kept checkpoint folders left"
+  else
+    row "one rank: $steps iterations, a checkpoint each, the last 2 kept" fail "$kept checkpoint folders left"
+  fi
+fi
 if ((one_code != 0 || two_code != 0)); then
   row "PPO runs (1 and 2 ranks)" fail "exit $one_code and $two_code (logs: parity/*.err)"
-else
+elif ((two_ranks)); then
   one=$parity/one/checkpoints/$(cat "$parity/one/checkpoints/latest")
   two=$parity/two/checkpoints/$(cat "$parity/two/checkpoints/latest")
   for file in actor/model.safetensors critic/model.safetensors critic/value_head.safetensors; do
@@ -304,7 +327,11 @@ print("same" if mean(sys.argv[1]) == mean(sys.argv[2]) and len(mean(sys.argv[1])
   fi
 fi
 {
-  echo "### Parity: 1 vs 2 ranks ($backend on $device, float32, $(basename "$model"))"
+  if ((two_ranks)); then
+    echo "### Parity: 1 vs 2 ranks ($backend on $device, float32, $(basename "$model"))"
+  else
+    echo "### One rank only, RANKS=1 ($device, float32, $(basename "$model")): nothing compared"
+  fi
   echo
   echo "| check | result | detail |"
   echo "|---|---|---|"
@@ -346,7 +373,7 @@ if [[ ${THROUGHPUT:-1} == 1 ]]; then
     [[ $device == cpu ]] && flags+=(--threads 1)
     table=()
     declare -A update old
-    for ranks in 1 2; do
+    for ranks in $ranks_list; do
       t0=$SECONDS
       rm -rf "$speed/run$ranks"
       if launch "$speed/run$ranks" "$ranks" --run "$speed/run$ranks" "${flags[@]}" "$speed/data.jsonl"; then
