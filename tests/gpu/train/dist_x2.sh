@@ -26,8 +26,8 @@
 #               whole batch's tokens over the update's wall time, so it is the job's rate), and
 #               the ratio. Reported, never gated. THROUGHPUT=0 skips this part.
 # RANKS=1 runs only the one-rank side of both parts (a single GPU can check that much: the PPO run
-# with its checkpoints, and the one-GPU throughput). Writes OUT/summary.md (both tables; lease_h200.sh prints it) and exits 1 when a parity check
-# fails or a run fails.
+# with its checkpoints, and the one-GPU throughput). Writes OUT/summary.md (both tables;
+# lease_h200.sh prints it) and exits 1 when a parity check fails or a run fails.
 #
 # Tolerances, rtol 1e-3 and atol 1e-4 per element. The two sides differ only in the order of
 # float32 sums (each rank sums its share of a minibatch's gradients and NCCL sums the two ranks;
