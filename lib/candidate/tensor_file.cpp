@@ -19,6 +19,7 @@
 #include <limits>
 #include <utility>
 
+#include "cudaagent/base/errno_text.h"
 #include "cudaagent/base/json_writer.h"
 
 namespace cudaagent {
@@ -31,8 +32,6 @@ constexpr std::array<char, 8> kMagic = {'C', 'A', 'T', 'E', 'N', 'S', '1', '\n'}
 constexpr std::size_t kPreambleBytes = 12;  // magic + u32 header length
 constexpr std::size_t kMaxRank = 64;
 constexpr std::size_t kMessageTextCap = 80;  // untrusted text quoted in a message is cut here
-
-std::string errno_text(int error) { return std::strerror(error); }
 
 // A read-only private mapping of a whole file, unmapped on destruction.
 class MappedFile {

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cudaagent/base/errno_text.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/base/unique_fd.h"
 #include "workspace_names.h"
@@ -35,9 +36,6 @@ struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
 using UniqueDir = std::unique_ptr<DIR, DirCloser>;
-
-// strerror's buffer is shared between threads; the error category's message is not.
-std::string errno_text(int error) { return std::generic_category().message(error); }
 
 // ---- Building a snapshot -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <system_error>
 
+#include "cudaagent/base/errno_text.h"
 #include "cudaagent/base/status.h"
 #include "cudaagent/base/unique_fd.h"
 
@@ -29,8 +30,6 @@ using TimePoint = SteadyClock::time_point;
 
 // How long we keep reaping killed group members that were reparented to us.
 inline constexpr double kReapGroupSeconds = 1.0;
-
-inline std::string errno_text(int err) { return std::system_category().message(err); }
 
 // Clamped, so that a NaN, negative or absurd duration from a spec cannot overflow the clock.
 inline TimePoint after(TimePoint from, double seconds) {

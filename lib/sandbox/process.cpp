@@ -42,7 +42,6 @@ using process_detail::after;
 using process_detail::ChildError;
 using process_detail::ChildPlan;
 using process_detail::ChildProcess;
-using process_detail::errno_text;
 using process_detail::make_pipe;
 using process_detail::seconds_between;
 using process_detail::set_nonblocking;

@@ -17,6 +17,8 @@
 #include <string>
 #include <system_error>
 
+#include "cudaagent/base/errno_text.h"
+
 #if CUDAAGENT_HAVE_SECCOMP
 #include <seccomp.h>
 #endif
@@ -26,8 +28,6 @@ namespace cudaagent::sandbox_detail {
 #if CUDAAGENT_HAVE_SECCOMP && (defined(__x86_64__) || defined(__aarch64__))
 
 namespace {
-
-std::string errno_text(int err) { return std::system_category().message(err); }
 
 // Refused with EPERM. Debugging and reading other processes' memory (the PID namespace already
 // hides the host's processes; these keep the candidate from tampering with the trusted harness

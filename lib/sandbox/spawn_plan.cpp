@@ -16,12 +16,11 @@
 #include <string_view>
 #include <system_error>
 
+#include "cudaagent/base/errno_text.h"
 #include "cudaagent/base/session.h"
 
 namespace cudaagent::process_detail {
 namespace {
-
-std::string errno_text(int err) { return std::system_category().message(err); }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 

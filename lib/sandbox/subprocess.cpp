@@ -24,7 +24,6 @@ namespace cudaagent {
 namespace {
 
 using process_detail::after;
-using process_detail::errno_text;
 using process_detail::SteadyClock;
 using process_detail::TimePoint;
 

@@ -15,8 +15,9 @@
 #include <filesystem>
 #include <map>
 
-#include "cudaagent/base/json_writer.h"
+#include "cudaagent/base/errno_text.h"
 #include "cudaagent/base/files.h"
+#include "cudaagent/base/json_writer.h"
 #include "cudaagent/base/session.h"
 
 namespace cudaagent::train {
@@ -35,14 +36,12 @@ constexpr DTypeName kDTypes[] = {
     {DType::kI16, "I16", 2}, {DType::kI8, "I8", 1}, {DType::kU8, "U8", 1}, {DType::kBool, "BOOL", 1},
 };
 
-std::string errno_text() { return std::strerror(errno); }
-
 // A read-only mapping of a whole file.
 class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::error("cannot open " + cudaagent::quoted(path) + ": " + errno_text());
+    if (fd < 0) return Status::error("cannot open " + cudaagent::quoted(path) + ": " + errno_text(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);
@@ -54,7 +53,7 @@ class MappedFile {
       void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {
         ::close(fd);
-        return Status::error("cannot map " + cudaagent::quoted(path) + ": " + errno_text());
+        return Status::error("cannot map " + cudaagent::quoted(path) + ": " + errno_text(errno));
       }
       file->data_ = static_cast<const std::byte*>(p);
     }
@@ -131,7 +130,7 @@ Status write_all(int fd, const void* data, std::size_t size) {
     const ssize_t n = ::write(fd, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::error(errno_text());
+      return Status::error(errno_text(errno));
     }
     p += n;
     size -= static_cast<std::size_t>(n);
@@ -269,7 +268,9 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
 
   const std::string temporary = temporary_sibling(path);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot create " + cudaagent::quoted(temporary) + ": " + errno_text());
+  if (fd < 0) {
+    return Status::error("cannot create " + cudaagent::quoted(temporary) + ": " + errno_text(errno));
+  }
   const auto fail = [&](const Status& s) {
     ::close(fd);
     ::unlink(temporary.c_str());
@@ -285,14 +286,14 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
     if (!buffer.empty()) t.fill(buffer.data());
     if (Status s = write_all(fd, buffer.data(), buffer.size()); !s) return fail(s);
   }
-  if (::fsync(fd) != 0) return fail(Status::error(errno_text()));
+  if (::fsync(fd) != 0) return fail(Status::error(errno_text(errno)));
   if (::close(fd) != 0) {
     ::unlink(temporary.c_str());
-    return Status::error("writing " + cudaagent::quoted(path) + ": " + errno_text());
+    return Status::error("writing " + cudaagent::quoted(path) + ": " + errno_text(errno));
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     ::unlink(temporary.c_str());
-    return Status::error("cannot rename to " + cudaagent::quoted(path) + ": " + errno_text());
+    return Status::error("cannot rename to " + cudaagent::quoted(path) + ": " + errno_text(errno));
   }
   return Status::ok();
 }
