@@ -21,12 +21,12 @@ std::string show(double x) {
 
 std::string percent(double fraction) { return show(fraction * 100) + "%"; }
 
-GateFinding make_flag(std::string name, bool raised, bool withholds, std::string reason,
-                      std::vector<GateNumber> numbers) {
+}  // namespace
+
+GateFinding gate_finding(std::string name, bool raised, bool withholds, std::string reason,
+                         std::vector<GateNumber> numbers) {
   return GateFinding{std::move(name), raised, raised && withholds, std::move(reason), std::move(numbers)};
 }
-
-}  // namespace
 
 Result<GateFinding> check_speedup_ceiling(std::string_view baseline, double speedup, double max_speedup) {
   if (!positive_finite(speedup)) {
@@ -38,11 +38,11 @@ Result<GateFinding> check_speedup_ceiling(std::string_view baseline, double spee
   }
   const bool raised = speedup > max_speedup;
   const std::string comparison = "speedup " + show(speedup) + "x over " + std::string(baseline);
-  return make_flag("speedup_ceiling", raised, true,
-                   raised ? comparison + " is above the " + show(max_speedup) +
-                                "x ceiling: too good to be true, reward withheld pending review"
-                          : comparison + " is within the " + show(max_speedup) + "x ceiling",
-                   {{"speedup", speedup}, {"max_speedup", max_speedup}});
+  return gate_finding("speedup_ceiling", raised, true,
+                      raised ? comparison + " is above the " + show(max_speedup) +
+                                   "x ceiling: too good to be true, reward withheld pending review"
+                             : comparison + " is within the " + show(max_speedup) + "x ceiling",
+                      {{"speedup", speedup}, {"max_speedup", max_speedup}});
 }
 
 Result<GateFinding> check_roofline_floor(const RooflineFacts& facts, double slack) {
@@ -73,17 +73,17 @@ Result<GateFinding> check_roofline_floor(const RooflineFacts& facts, double slac
                                                     : "doing " + show(facts.flops) + " FLOP";
   const std::string comparison = "time " + show(facts.time_ms) + " ms against a floor of " +
                                  show(floor_ms) + " ms for " + bound + " (slack " + show(slack) + ")";
-  return make_flag("roofline_floor", raised, true,
-                   raised ? comparison + ": faster than this GPU can go, reward withheld"
-                          : comparison + ": physically possible",
-                   {{"time_ms", facts.time_ms},
-                    {"bytes", facts.bytes},
-                    {"bandwidth_bytes_per_s", facts.bandwidth_bytes_per_s},
-                    {"flops", facts.flops},
-                    {"flops_per_s", facts.flops_per_s},
-                    {"floor_ms", floor_ms},
-                    {"slack", slack},
-                    {"threshold_ms", threshold_ms}});
+  return gate_finding("roofline_floor", raised, true,
+                      raised ? comparison + ": faster than this GPU can go, reward withheld"
+                             : comparison + ": physically possible",
+                      {{"time_ms", facts.time_ms},
+                       {"bytes", facts.bytes},
+                       {"bandwidth_bytes_per_s", facts.bandwidth_bytes_per_s},
+                       {"flops", facts.flops},
+                       {"flops_per_s", facts.flops_per_s},
+                       {"floor_ms", floor_ms},
+                       {"slack", slack},
+                       {"threshold_ms", threshold_ms}});
 }
 
 Result<KernelTime> kernel_time(std::span<const KernelSpan> kernels) {
@@ -129,7 +129,7 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
   const double host_limit = facts.host_ms * (1 + rel) + abs;
   const bool event_over = facts.event_ms > host_limit;
   const std::string events = "events measured " + show(facts.event_ms) + " ms";
-  flags.push_back(make_flag(
+  flags.push_back(gate_finding(
       "event_exceeds_host", event_over, true,
       event_over ? events + ", more than the " + show(facts.host_ms) +
                        " ms the host clock saw around the same calls: the event times cannot be "
@@ -144,7 +144,7 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
   const double event_limit = facts.event_ms * (1 + rel) + abs;
   const bool kernels_over = facts.kernel_ms > event_limit;
   const std::string kernels = "kernels ran " + show(facts.kernel_ms) + " ms";
-  flags.push_back(make_flag(
+  flags.push_back(gate_finding(
       "kernels_exceed_event", kernels_over, true,
       kernels_over ? kernels + " but the events measured " + show(facts.event_ms) +
                          " ms: work escaped the timed window (another stream or work left running "
@@ -159,7 +159,7 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
   const double busy = facts.kernel_ms / facts.event_ms;
   const bool idle = busy < settings.min_busy_fraction;
   const std::string share = "kernels busy " + percent(busy) + " of the event time";
-  flags.push_back(make_flag(
+  flags.push_back(gate_finding(
       "gpu_mostly_idle", idle, false,
       idle ? share + ", below " + percent(settings.min_busy_fraction) +
                  ": the GPU sat idle for most of the timed window (host work, sleeps, launch gaps or "
@@ -189,15 +189,15 @@ Result<GateFinding> check_clock_stability(std::string_view clock, std::span<cons
   const bool raised = change > max_change;
   const std::string moved = name + " clock ranged " + show(*low) + "-" + show(*high) + " MHz (" +
                             percent(change) + ")";
-  return make_flag("clock_moved", raised, true,
-                   raised ? moved + " during the block, more than " + percent(max_change) +
-                                ": its times are not comparable, reward withheld"
-                          : moved + ", within " + percent(max_change),
-                   {{"min_mhz", *low},
-                    {"max_mhz", *high},
-                    {"change", change},
-                    {"max_change", max_change},
-                    {"readings", static_cast<double>(readings_mhz.size())}});
+  return gate_finding("clock_moved", raised, true,
+                      raised ? moved + " during the block, more than " + percent(max_change) +
+                                   ": its times are not comparable, reward withheld"
+                             : moved + ", within " + percent(max_change),
+                      {{"min_mhz", *low},
+                       {"max_mhz", *high},
+                       {"change", change},
+                       {"max_change", max_change},
+                       {"readings", static_cast<double>(readings_mhz.size())}});
 }
 
 bool withholds_reward(std::span<const GateFinding> flags) {

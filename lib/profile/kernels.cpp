@@ -29,11 +29,6 @@ std::string percent(double x) {
 
 double ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-GateFinding make_flag(std::string name, bool raised, bool withholds, std::string reason,
-                      std::vector<GateNumber> numbers) {
-  return GateFinding{std::move(name), raised, raised && withholds, std::move(reason), std::move(numbers)};
-}
-
 // Sorted by start, overlapping or touching spans joined.
 std::vector<Span> merged(std::vector<Span> spans) {
   std::sort(spans.begin(), spans.end());
@@ -109,7 +104,7 @@ void health_flags(const KernelEvidence& e, std::vector<GateFinding>& flags) {
   } else if (own->clock != "monotonic" && own->clock != "monotonic_offset") {
     missing = "the summary's clock '" + own->clock + "' is not comparable with the host's";
   }
-  flags.push_back(make_flag(
+  flags.push_back(gate_finding(
       "trace_summary_missing", !missing.empty(), true,
       missing.empty() ? "the timing process's summary line covers the trace"
                       : missing + ": the trace cannot vouch for the timed work, reward withheld",
@@ -128,17 +123,17 @@ void health_flags(const KernelEvidence& e, std::vector<GateFinding>& flags) {
     why += std::string(why.empty() ? "" : "; ") + std::to_string(trace.error_lines) + " error lines" +
            (trace.errors.empty() ? "" : " (" + trace.errors.front() + ")");
   }
-  flags.push_back(make_flag("trace_lines_rejected", rejected, true,
-                            rejected ? why + ": the trace cannot vouch for the timed work, reward withheld"
-                                     : std::to_string(trace.lines) + " lines, none rejected",
-                            {{"lines", static_cast<double>(trace.lines)},
-                             {"rejected", static_cast<double>(trace.rejected)},
-                             {"error_lines", static_cast<double>(trace.error_lines)},
-                             {"truncated", trace.truncated ? 1.0 : 0.0}}));
+  flags.push_back(gate_finding("trace_lines_rejected", rejected, true,
+                               rejected ? why + ": the trace cannot vouch for the timed work, reward withheld"
+                                        : std::to_string(trace.lines) + " lines, none rejected",
+                               {{"lines", static_cast<double>(trace.lines)},
+                                {"rejected", static_cast<double>(trace.rejected)},
+                                {"error_lines", static_cast<double>(trace.error_lines)},
+                                {"truncated", trace.truncated ? 1.0 : 0.0}}));
 
   const TraceLosses losses = trace_losses(trace);
   const std::uint64_t lost = losses.dropped + losses.buffer_errors + losses.write_failures + losses.missing;
-  flags.push_back(make_flag(
+  flags.push_back(gate_finding(
       "trace_records_lost", lost > 0, true,
       lost > 0 ? "records lost: " + std::to_string(losses.dropped) + " dropped by CUPTI, " +
                      std::to_string(losses.buffer_errors) + " buffer errors, " +
@@ -163,10 +158,10 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   }
   KernelAnalysis a;
   if (e.trace == nullptr) {
-    a.flags.push_back(make_flag("trace_summary_missing", true, true,
-                                "no kernel trace (" + (e.trace_error.empty() ? "not written" : e.trace_error) +
-                                    "): the trace cannot vouch for the timed work, reward withheld",
-                                {}));
+    const std::string why = e.trace_error.empty() ? "not written" : e.trace_error;
+    a.flags.push_back(gate_finding(
+        "trace_summary_missing", true, true,
+        "no kernel trace (" + why + "): the trace cannot vouch for the timed work, reward withheld", {}));
     return a;
   }
   const KernelTrace& trace = *e.trace;
@@ -275,12 +270,12 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   a.timed = std::move(summary).value();
 
   // 5. The gates.
-  a.flags.push_back(make_flag("call_marks_invalid", !a.marks_valid, true,
-                              a.marks_valid ? "every timed call's marks lie in order inside its round"
-                                            : bad_marks + ": the harness's marks around the timed calls are not an "
-                                                          "honest harness's, reward withheld",
-                              {{"rounds", static_cast<double>(e.rounds.size())},
-                               {"calls", static_cast<double>(a.calls)}}));
+  a.flags.push_back(gate_finding(
+      "call_marks_invalid", !a.marks_valid, true,
+      a.marks_valid ? "every timed call's marks lie in order inside its round"
+                    : bad_marks + ": the harness's marks around the timed calls are not an honest "
+                                  "harness's, reward withheld",
+      {{"rounds", static_cast<double>(e.rounds.size())}, {"calls", static_cast<double>(a.calls)}}));
   std::vector<GateFinding> timer;
   for (std::size_t r = 0; r < e.rounds.size(); ++r) {
     const TracedRound& round = e.rounds[r];
@@ -308,7 +303,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   a.flags.insert(a.flags.end(), timer.begin(), timer.end());
 
   const bool after = a.after_end_ns > 0;
-  a.flags.push_back(make_flag(
+  a.flags.push_back(gate_finding(
       "work_after_end_mark", after, true,
       after ? "GPU work started in a timed call ran " + show(ms(a.after_end_ns)) +
                   " ms past the call's end mark (the device was not idle when the timer stopped): work "
@@ -316,7 +311,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
             : "no work ran past a timed call's end mark",
       {{"after_end_ms", ms(a.after_end_ns)}, {"edge_tolerance_ms", policy.edge_tolerance_ms}}));
   const bool outside = a.outside_calls_ns > 0 || a.background_ns > 0;
-  a.flags.push_back(make_flag(
+  a.flags.push_back(gate_finding(
       "work_outside_calls", outside, true,
       outside ? "inside the timed rounds but outside the timed calls: " + show(ms(a.outside_calls_ns)) +
                     " ms of the candidate's own GPU work and " + show(ms(a.background_ns)) +
@@ -324,7 +319,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
               : "no candidate or background-thread work between the timed calls",
       {{"candidate_ms", ms(a.outside_calls_ns)}, {"background_thread_ms", ms(a.background_ns)}}));
   const bool between = a.between_commands_ns > 0;
-  a.flags.push_back(make_flag(
+  a.flags.push_back(gate_finding(
       "work_between_commands", between, true,
       between ? show(ms(a.between_commands_ns)) +
                     " ms of GPU work while the candidate's process had no command (the baselines' turn): "
@@ -337,7 +332,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   const double fallback = share(LauncherClass::torch) + share(LauncherClass::triton);
   const bool no_provenance = own != nullptr && !own->provenance;
   const bool fell_back = fallback > policy.max_fallback_share;
-  a.flags.push_back(make_flag(
+  a.flags.push_back(gate_finding(
       "kernel_fallback", fell_back || no_provenance, true,
       no_provenance ? "the trace has no launcher information (provenance off): whose code did the timed work "
                       "cannot be told, reward withheld"
@@ -357,7 +352,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
        {"max_fallback_share", policy.max_fallback_share}}));
   const double unattributed = share(LauncherClass::other) + share(LauncherClass::unknown);
   const bool vague = unattributed > policy.max_unattributed_share;
-  a.flags.push_back(make_flag(
+  a.flags.push_back(gate_finding(
       "kernel_unattributed", vague, false,
       vague ? percent(unattributed) + " of the timed kernel time was launched from neither the candidate's objects "
                                       "nor a known library (static cudart, ctypes, a copied library?): recorded for review"

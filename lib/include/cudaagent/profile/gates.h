@@ -40,6 +40,10 @@ struct GateFinding {
   std::vector<GateNumber> numbers;
 };
 
+// A gate's finding; it withholds the reward only when it is raised and the gate is one that does.
+GateFinding gate_finding(std::string name, bool raised, bool withholds, std::string reason,
+                         std::vector<GateNumber> numbers);
+
 struct GateSettings {
   // Speedup over eager above which a result is too good to be true (KernelBench's default, 10x).
   double max_speedup = 10.0;
