@@ -17,6 +17,7 @@ shopt -s extglob  # GPU_CASES may be a pattern list such as @(g05-*|g-*)
 bin=$1 out=$2 anchor=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 base=$root/share/examples/workspaces/bias-relu-cuda
+source "$root/tests/verify/case_lib.sh"
 mkdir -p "$out" || exit 2
 export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
 # A cold first build is part of what section 1 measures; KEEP_CACHE=1 keeps another script's
@@ -65,24 +66,20 @@ jq -c '.verify.build.steps' "$out/edit-loop.jsonl" >>"$log"
 
 # 2. Case sets, each through one verifier process (warm workers; a case that hangs or crashes
 #    costs its job, the next case gets a fresh child). A case directory overlays a base workspace
-#    (see tests/verify/run_case.sh); `expected` lists the accepted verdicts, space-separated.
+#    (tests/verify/case_lib.sh); `expected` lists the accepted verdicts, space-separated.
 overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
   local label=$1 set_base=$2 task=$3 cases_root=$4 skip_cpp=$5 flag=${6:-} dirs=() case_dir name ws
   mkdir -p "$work/$label"
   for case_dir in "$cases_root"/${CASE_GLOB:-*}/; do
     name=$(basename "$case_dir")
     [[ -f $case_dir/expected ]] || continue
-    # Cases with their own task or a pending verdict need run_case.sh's handling; a set with a
+    # Cases with their own task or a pending verdict are left to the CPU catalog; a set with a
     # verify flag takes exactly the cases whose `flags` file holds it.
     [[ -f $case_dir/task.py || -f $case_dir/pending ]] && continue
     [[ $(cat "$case_dir/flags" 2>/dev/null) == "$flag" ]] || continue
     if [[ $skip_cpp == yes ]] && find "$case_dir" -name '*.cpp' | grep -q .; then continue; fi
     ws=$work/$label/$name
-    cp -r "$set_base" "$ws"
-    (cd "$case_dir" && find . -type f ! -name expected ! -name remove ! -name setup.sh ! -name check.sh ! -name README ! -name flags) |
-      while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
-    [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
-    [[ -f $case_dir/setup.sh ]] && (cd "$ws" && bash "$case_dir/setup.sh")
+    assemble_case "${case_dir%/}" "$set_base" "$ws"
     dirs+=("$ws")
   done
   local start end record expected verdict reason
