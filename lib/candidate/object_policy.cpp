@@ -74,13 +74,22 @@ Result<ObjectPolicy> load_object_policy(const std::string& policy_json_path) {
     return Status::error("the operator policy '" + policy_json_path + "' has no allowed_ops list");
   }
   ObjectPolicy policy;
-  for (auto op : ops) {
-    std::string_view name;
-    if (op.get(name)) {
-      return Status::error("the operator policy '" + policy_json_path +
-                           "' has a non-string entry in allowed_ops");
+  const auto add = [&](simdjson::dom::array list, const std::string& key) {
+    for (auto op : list) {
+      std::string_view name;
+      if (op.get(name)) {
+        return Status::error("the operator policy '" + policy_json_path + "' has a non-string entry in " + key);
+      }
+      policy.allowed_ops.emplace(name);
     }
-    policy.allowed_ops.emplace(name);
+    return Status::ok();
+  };
+  if (Status status = add(ops, "allowed_ops"); !status) return status;
+  // The host reads are the candidate's C++'s to make (its own code reading a value); the budget
+  // on them is the Python audit's, for reads in model_new.py's forward.
+  simdjson::dom::array host_reads;
+  if (!root["host_read_ops"].get(host_reads)) {
+    if (Status status = add(host_reads, "host_read_ops"); !status) return status;
   }
   return policy;
 }

@@ -260,6 +260,15 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     const std::string& err = end.value().process.err;
     evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
   }
+  const bool audit_saw = end && !end.value().forbidden_ops.empty();
+  const std::string audit_reason = audit_saw ? "the candidate's forward computed outside its own kernels (" +
+                                                   end.value().forbidden_ops.begin()->first + ", ...)"
+                                             : "";
+  // An audited call that raised with an audit finding was stopped by the audit (values read one
+  // by one past the budget): the finding is the verdict, as in cudaagent-verify.
+  if (evidence.outcome && evidence.outcome_is_runner_error && audit_saw) {
+    return evidence.finish(Verdict::kRejectPolicy, audit_reason);
+  }
   if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
   // 6. Baselines measured here are stored for the next iterations (only when complete and sound).
   if (store_ != nullptr && use_store && !cached && evidence.baselines_sound) {
@@ -279,10 +288,7 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     return evidence.finish(Verdict::kFlagHack, "the candidate left " + std::to_string(end.value().process.stray_processes) +
                                                    " process(es) running after its calls (ended by the worker)");
   }
-  if (end && !end.value().forbidden_ops.empty()) {
-    return evidence.finish(Verdict::kRejectPolicy, "the candidate ran torch compute operators in forward (" +
-                                                       end.value().forbidden_ops.begin()->first + ", ...)");
-  }
+  if (audit_saw) return evidence.finish(Verdict::kRejectPolicy, audit_reason);
   return outcome;
 }
 

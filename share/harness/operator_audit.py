@@ -1,22 +1,41 @@
 """The operator audit: every ATen operator a candidate's forward runs outside the policy's allowed
-list (allocation, views, copies; share/harness/policy.json) is counted. It runs inside the
-candidate's process, so it can only lower a verdict; the static checks of model_new.py and of the
-extension's objects are what keep a candidate from switching it off. Model construction is not
-audited: it happens before any input exists in the process, so it may compute (initialisations
-that mirror the task's own)."""
+list (allocation, views, copies; share/harness/policy.json) is counted, and so is a forward that
+reads more tensor values into Python than the policy's budget (a forward that computes in Python,
+element by element, runs no compute operator at all). It runs inside the candidate's process, so it
+can only lower a verdict; the static checks of model_new.py and of the extension's objects are what
+keep a candidate from switching it off. Model construction is not audited: it happens before any
+input exists in the process, so it may compute (initialisations that mirror the task's own)."""
 
 
-def make_audit(torch, allowed):
+def make_audit(torch, allowed, host_read_ops=(), host_reads_per_forward=None):
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    host_read_ops = frozenset(host_read_ops)
+    over_budget = f"tensor values read one by one (over {host_reads_per_forward} per forward)"
 
     class OperatorAudit(TorchDispatchMode):
         def __init__(self):
             super().__init__()
             self.forbidden = {}
+            self.host_reads = 0
+
+        # Entered once per forward: the budget is per forward.
+        def __enter__(self):
+            self.host_reads = 0
+            return super().__enter__()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            if name not in allowed:
+            if name in host_read_ops:
+                self.host_reads += 1
+                if host_reads_per_forward is not None and self.host_reads > host_reads_per_forward:
+                    # Counted first, then the forward is stopped: reading a whole tensor one value
+                    # at a time through this audit would take minutes. Catching the error changes
+                    # nothing, since the count stands and every further read raises again.
+                    if self.host_reads == host_reads_per_forward + 1:
+                        self.forbidden[over_budget] = self.forbidden.get(over_budget, 0) + 1
+                    raise RuntimeError("the operator audit: " + over_budget)
+            elif name not in allowed:
                 self.forbidden[name] = self.forbidden.get(name, 0) + 1
             return func(*args, **(kwargs or {}))
 

@@ -133,8 +133,9 @@ def main():
 
         layers = confine.restrict_self("/tmp")
         with open(args.policy) as policy_file:
-            allowed = set(json.load(policy_file)["allowed_ops"])
-        audit = operator_audit.make_audit(torch, allowed)
+            policy = json.load(policy_file)
+        audit = operator_audit.make_audit(torch, set(policy["allowed_ops"]), policy.get("host_read_ops", ()),
+                                          policy.get("host_reads_per_forward"))
     mark = time.monotonic()
     with torch.no_grad():
         models = build_models(args, torch)

@@ -207,6 +207,21 @@ TEST_CASE("torch compute in forward is REJECT_POLICY, before a wrong answer") {
   CHECK(decision.reason.find("relu x5") != std::string::npos);
 }
 
+TEST_CASE("a call that raised is the audit's REJECT_POLICY when the audit saw something; else FAIL_RUNTIME") {
+  VerifyFacts facts = passing();
+  facts.batch->stopped = CallStop{0, "runner error", "RuntimeError: the operator audit: ..."};
+  facts.end->forbidden_ops["tensor values read one by one (over 16 per forward)"] = 1;
+  VerifyDecision decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kRejectPolicy);
+  CHECK(decision.reason.find("read one by one (over 16 per forward) x1") != std::string::npos);
+  facts.end->forbidden_ops.clear();
+  CHECK(decide_verify(facts).verdict == Verdict::kFailRuntime);
+  // A timeout stays a timeout: the audit stops a forward only by raising in it.
+  facts.end->forbidden_ops["add"] = 1;
+  facts.batch->stopped = CallStop{0, "timeout", "no answer within 60 s"};
+  CHECK(decide_verify(facts).verdict == Verdict::kFailTimeout);
+}
+
 TEST_CASE("a wrong output is FAIL_INCORRECT; a foreign output type is REJECT_POLICY") {
   VerifyFacts facts = passing();
   facts.batch->calls[3].check->match = false;

@@ -11,6 +11,8 @@
 //     Python code, writable code), any other rule                        REJECT_POLICY
 //   the task itself could not be loaded or the machinery failed          INFRA_ERROR
 //   the runner never got ready (import or construction failed, hung)     FAIL_RUNTIME / TIMEOUT / RESOURCE
+//   a call raised and the audit saw torch compute in forward, or values  REJECT_POLICY
+//     read one by one past its budget (it raises to stop such a forward)
 //   a call ended the session (timeout, crash, exception)                 FAIL_TIMEOUT / RESOURCE / RUNTIME
 //   the runner left processes behind                                     FLAG_HACK
 //   the runner flooded its output                                        FAIL_RESOURCE
