@@ -64,4 +64,18 @@ CallVerdict verdict_of_check(const CallCheck& check, const std::string& what) {
   return {verdict, what + ": " + check.reason};
 }
 
+std::optional<CallVerdict> verdict_of_audit(const RunnerEnd& end) {
+  if (end.forbidden_ops.empty()) return std::nullopt;
+  std::string names;
+  for (const auto& [name, count] : end.forbidden_ops) {
+    names += (names.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  }
+  return CallVerdict{Verdict::kRejectPolicy,
+                     "the candidate's forward computed outside its own kernels: " + names.substr(0, 300)};
+}
+
+bool stopped_by_audit(const CallStop& stop, const RunnerEnd& end) {
+  return stop.why == "runner error" && !end.forbidden_ops.empty();
+}
+
 }  // namespace cudaagent

@@ -81,7 +81,7 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
     // alone says enough for the verdict here.
     const CallVerdict v = verdict_of_stop(*b.stopped, static_cast<std::size_t>(evidence_.checked_calls), std::nullopt);
     evidence_.outcome = {v.verdict, v.reason};
-    evidence_.outcome_is_runner_error = b.stopped->why == "runner error";
+    evidence_.outcome_stop = b.stopped;
     return std::optional<CallBatch>{};
   }
   for (const CallResult& call : b.calls) {

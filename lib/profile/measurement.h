@@ -61,7 +61,7 @@ struct ProfileEvidence {
   // Set when the candidate failed (FAIL_RUNTIME, FAIL_TIMEOUT, FAIL_INCORRECT, FAIL_RESOURCE,
   // REJECT_POLICY, FLAG_HACK).
   std::optional<std::pair<Verdict, std::string>> outcome;
-  bool outcome_is_runner_error = false;  // the outcome is a call that raised (the audit may say why)
+  std::optional<CallStop> outcome_stop;  // the stop the outcome came from, when it did
 
   // The "profile" value from whatever has been collected, with this verdict.
   ProfileOutcome finish(Verdict verdict, std::string reason);

@@ -18,6 +18,7 @@
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/device/device_lock.h"
 #include "cudaagent/device/gpu_query.h"
+#include "cudaagent/evaluation/call_verdicts.h"
 #include "cudaagent/profile/timing_report.h"
 #include "measurement.h"
 
@@ -260,14 +261,10 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     const std::string& err = end.value().process.err;
     evidence.candidate_stderr = err.size() > 4000 ? err.substr(err.size() - 4000) : err;
   }
-  const bool audit_saw = end && !end.value().forbidden_ops.empty();
-  const std::string audit_reason = audit_saw ? "the candidate's forward computed outside its own kernels (" +
-                                                   end.value().forbidden_ops.begin()->first + ", ...)"
-                                             : "";
-  // An audited call that raised with an audit finding was stopped by the audit (values read one
-  // by one past the budget): the finding is the verdict, as in cudaagent-verify.
-  if (evidence.outcome && evidence.outcome_is_runner_error && audit_saw) {
-    return evidence.finish(Verdict::kRejectPolicy, audit_reason);
+  const std::optional<CallVerdict> audited = end ? verdict_of_audit(end.value()) : std::nullopt;
+  // A call the audit stopped (values read one by one past the budget): its finding is the verdict.
+  if (evidence.outcome_stop && end && stopped_by_audit(*evidence.outcome_stop, end.value())) {
+    return evidence.finish(audited->verdict, audited->reason);
   }
   if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
   // 6. Baselines measured here are stored for the next iterations (only when complete and sound).
@@ -288,7 +285,7 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     return evidence.finish(Verdict::kFlagHack, "the candidate left " + std::to_string(end.value().process.stray_processes) +
                                                    " process(es) running after its calls (ended by the worker)");
   }
-  if (audit_saw) return evidence.finish(Verdict::kRejectPolicy, audit_reason);
+  if (audited) return evidence.finish(audited->verdict, audited->reason);
   return outcome;
 }
 

@@ -5,20 +5,6 @@
 #include "cudaagent/evaluation/call_verdicts.h"
 
 namespace cudaagent {
-namespace {
-
-// What the operator audit saw, as a REJECT_POLICY reason; nullopt when it saw nothing.
-std::optional<VerifyDecision> audit_verdict(const VerifyFacts& facts) {
-  if (!facts.end || facts.end->forbidden_ops.empty()) return std::nullopt;
-  std::string names;
-  for (const auto& [name, count] : facts.end->forbidden_ops) {
-    names += (names.empty() ? "" : ", ") + name + " x" + std::to_string(count);
-  }
-  return VerifyDecision{Verdict::kRejectPolicy,
-                        "the candidate's forward computed outside its own kernels: " + names.substr(0, 300)};
-}
-
-}  // namespace
 
 VerifyDecision decide_verify(const VerifyFacts& facts) {
   // Tampering is the strongest finding of either static policy; FAIL_COMPILE the weakest (a
@@ -41,10 +27,9 @@ VerifyDecision decide_verify(const VerifyFacts& facts) {
     return {Verdict::kFailRuntime, facts.start->problem};
   }
   if (facts.batch && facts.batch->stopped) {
-    // An exception with an audit finding is the audit's: it stops a forward that reads values one
-    // by one past its budget, by raising in it.
-    if (facts.batch->stopped->why == "runner error") {
-      if (auto found = audit_verdict(facts)) return *found;
+    if (facts.end && stopped_by_audit(*facts.batch->stopped, *facts.end)) {
+      const CallVerdict v = *verdict_of_audit(*facts.end);
+      return {v.verdict, v.reason};
     }
     std::optional<ProcessResult> ended;
     if (facts.end) ended = facts.end->process;
@@ -62,7 +47,7 @@ VerifyDecision decide_verify(const VerifyFacts& facts) {
     if (process.out_truncated || process.err_truncated) {
       return {Verdict::kFailResource, "the candidate flooded its output (capture capped)"};
     }
-    if (auto found = audit_verdict(facts)) return *found;
+    if (auto v = verdict_of_audit(*facts.end)) return {v->verdict, v->reason};
   }
   if (!facts.batch) return {Verdict::kInfraError, "no call was made"};
   std::size_t index = 0;

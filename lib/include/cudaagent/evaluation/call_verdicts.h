@@ -30,4 +30,12 @@ CallVerdict verdict_of_stop(const CallStop& stop, std::size_t first_call_index,
 // A check that did not match (`what`: "check 2", "timed call 17").
 CallVerdict verdict_of_check(const CallCheck& check, const std::string& what);
 
+// What the runner's operator audit saw (torch compute, values read one by one past the budget):
+// REJECT_POLICY naming each finding; nullopt when it saw nothing.
+std::optional<CallVerdict> verdict_of_audit(const RunnerEnd& end);
+
+// Whether a stop is the audit's: a call that raised while the audit had a finding (the audit
+// raises to stop a forward that reads values one by one past its budget).
+bool stopped_by_audit(const CallStop& stop, const RunnerEnd& end);
+
 }  // namespace cudaagent
