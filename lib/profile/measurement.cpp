@@ -207,10 +207,14 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
       s_.compile_mode == "none" ? "not requested (--compile-mode none)"
       : !compile_available      ? "unavailable: torch " + evidence_.torch->torch_version + " has no torch.compile"
                                 : "measured";
-  // Warm-up: each arm until warmup_ms of calls; the slowest arm sets the calls per round.
+  // Warm-up: each arm until warmup_ms of calls; the slowest arm sets the calls per round. In the
+  // reverse order, torch.compile first: its first call compiles, and its compile workers go on
+  // using the CPUs after it; eager, sharing the baseline's process, warmed before it ran its first
+  // rounds at up to twice its later time (a convolution, H100, 2026-12-05).
   double slowest_ms = 0;
   std::vector<double> null_ms;
-  for (const std::string& model : models) {
+  const std::vector<std::string> warm_order(models.rbegin(), models.rend());
+  for (const std::string& model : warm_order) {
     const std::string arm = model == "candidate" ? "candidate" : "baseline";
     std::vector<double> last;
     if (Status status = warm_up(arm, model, last); !status) return status;
