@@ -3,6 +3,7 @@
 // the seeds (a secret until the call), decides how long anything may take, and ends what hangs.
 #include "cudaagent/evaluation/evaluator.h"
 
+#include <fcntl.h>
 #include <simdjson.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -73,6 +74,7 @@ struct Evaluator::State {
   TorchEnv torch;
   std::string harness, harness_hash;
   std::string root, owner_in, state_root, socket_root, candidate_in;
+  std::string trace_path;  // the candidate runner's kernel trace; empty: not traced
   std::unique_ptr<RemovedTree> remove_root;
   std::unique_ptr<HarnessWorker> owner_worker, baseline_worker, candidate_worker;
   std::optional<HarnessSession> owner, baseline, candidate;
@@ -99,12 +101,14 @@ struct Evaluator::State {
 
   std::unique_ptr<HarnessWorker> make_worker(const std::string& role, std::vector<std::string> readable,
                                              std::vector<std::string> writable,
-                                             std::optional<ProcessCredentials> run_as) const {
+                                             std::optional<ProcessCredentials> run_as,
+                                             const std::vector<std::string>& extra_env = {}) const {
     HarnessWorkerPlan plan;
     plan.python = torch.python;
     plan.harness_dir = harness;
     plan.log_path = root + "/" + role + "-worker.log";
     plan.env = harness_environment(home_for(role));
+    plan.env.insert(plan.env.end(), extra_env.begin(), extra_env.end());
     if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
       plan.env.push_back(std::string("CUDA_VISIBLE_DEVICES=") + visible);
     }
@@ -127,6 +131,32 @@ struct Evaluator::State {
   // The owner's next reply line, waiting at most `seconds`. Lines are the owner's only output on
   // its reply descriptor; a session that ended or timed out is a Status (the owner is then gone).
   int stop_requested() const { return settings.stop != nullptr ? settings.stop->load() : 0; }
+
+  // The kernel trace's file: the one path the candidate's sandbox may write outside its own
+  // size-capped /tmp and /dev/shm, bound there alone (not its directory, so no other file can be made beside
+  // it), owned by the candidate's user when it has one; its size is held by the job's file-size
+  // limit. Emptied by the trusted side before every candidate (empty_trace).
+  Status prepare_trace(const std::string& library) {
+    if (!std::filesystem::is_regular_file(library)) {
+      return Status::error("the kernel trace library " + cudaagent::quoted(library) + " is not a file");
+    }
+    const std::string dir = root + "/trace";
+    if (!make_directories(dir, 0711)) return Status::error("cannot create " + cudaagent::quoted(dir));
+    trace_path = dir + "/candidate.jsonl";
+    return empty_trace();
+  }
+
+  Status empty_trace() const {
+    const int fd = ::open(trace_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::error("cannot empty the kernel trace " + cudaagent::quoted(trace_path));
+    bool ok = true;
+    if (settings.candidate_user) {
+      ok = ::fchown(fd, settings.candidate_user->uid, settings.candidate_user->gid) == 0;
+    }
+    ::close(fd);
+    if (!ok) return Status::error("cannot give the kernel trace to the candidate's user");
+    return Status::ok();
+  }
 
   // Ends the task's processes at once (a stop request): the owner, and with it the runners' sessions.
   Status stopped(int signal) {
@@ -277,10 +307,20 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings
   state->baseline_worker = state->make_worker(
       "baseline", {state->harness, state->owner_in, state->state_root, state->socket_root + "/baseline"},
       {}, std::nullopt);
-  state->candidate_worker = state->make_worker(
-      "candidate",
-      {state->harness, s.policy_path, state->candidate_in, state->state_root, state->socket_root + "/candidate"},
-      {}, s.candidate_user);
+  std::vector<std::string> candidate_readable = {state->harness, s.policy_path, state->candidate_in,
+                                                 state->state_root, state->socket_root + "/candidate"};
+  std::vector<std::string> candidate_writable, candidate_env;
+  if (!s.kernel_trace_library.empty() && s.device != "cpu") {
+    auto traced = state->prepare_trace(s.kernel_trace_library);
+    if (!traced) return traced;
+    candidate_readable.push_back(s.kernel_trace_library);
+    candidate_writable.push_back(state->trace_path);
+    candidate_env = {"CUDA_INJECTION64_PATH=" + s.kernel_trace_library,
+                     "CUDAAGENT_CUPTI_OUT=" + state->trace_path,
+                     std::string("CUDAAGENT_CUPTI_PROVENANCE=") + (s.kernel_trace_provenance ? "1" : "0")};
+  }
+  state->candidate_worker = state->make_worker("candidate", std::move(candidate_readable),
+                                               std::move(candidate_writable), s.candidate_user, candidate_env);
   return std::unique_ptr<Evaluator>(new Evaluator(std::move(state)));
 }
 
@@ -291,6 +331,7 @@ void Evaluator::launch_workers() {
 
 const TorchEnv& Evaluator::torch() const { return state_->torch; }
 const std::string& Evaluator::candidate_root() const { return state_->candidate_in; }
+const std::string& Evaluator::candidate_trace_path() const { return state_->trace_path; }
 bool Evaluator::task_reused() const { return state_->reused; }
 const EvaluationSettings& Evaluator::settings() const { return state_->settings; }
 const std::string& Evaluator::harness_hash() const { return state_->harness_hash; }
@@ -393,6 +434,7 @@ Result<RunnerStart> Evaluator::State::attach(const std::string& arm, HarnessWork
       start.ok = true;
       start.ready_json = attached.value();
       start.sandbox_layers = ready_sandbox_layers(start.ready_json);
+      start.pid = ready_pid(start.ready_json);
       return start;
     }
     if (message.value().kind == HarnessSession::Message::Kind::kEnded) {
@@ -434,6 +476,9 @@ Result<RunnerStart> Evaluator::attach_candidate(const std::string& work_dir) {
   State& st = *state_;
   if (!st.owner) return Status::error("no task is open");
   st.end_runner(st.candidate, "candidate");
+  if (!st.trace_path.empty()) {
+    if (Status emptied = st.empty_trace(); !emptied) return emptied;
+  }
   if (st.settings.candidate_user) {
     // The runner runs as another, unprivileged user: the build must be readable to it (it holds
     // nothing the candidate did not write itself, plus the pristine glue).

@@ -109,6 +109,14 @@ std::vector<std::string> ready_sandbox_layers(const std::string& ready_json) {
   return layers;
 }
 
+std::uint32_t ready_pid(const std::string& ready_json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element ready;
+  std::uint64_t pid = 0;
+  if (parser.parse(ready_json).get(ready) || ready["pid"].get_uint64().get(pid) || pid > 0xFFFFFFFFu) return 0;
+  return static_cast<std::uint32_t>(pid);
+}
+
 Result<CallBatch> parse_owner_calls(const std::string& line) {
   simdjson::dom::parser parser;
   auto reply = parse_ok(parser, line, "the calls failed");
@@ -125,6 +133,11 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     call.host_ms = number_or(item["host_ms"], 0);
     bool audited = false;
     if (!item["audited"].get(audited)) call.audited = audited;
+    std::uint64_t start_ns = 0, end_ns = 0;
+    if (!item["start_ns"].get_uint64().get(start_ns) && !item["end_ns"].get_uint64().get(end_ns) &&
+        end_ns >= start_ns) {
+      call.start_ns = start_ns, call.end_ns = end_ns;
+    }
     simdjson::dom::object runner;
     if (!item["runner"].get_object().get(runner) && runner.size() > 0) {
       call.runner_json = std::string(simdjson::minify(runner)).substr(0, 2000);

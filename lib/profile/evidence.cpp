@@ -74,6 +74,7 @@ ProfileOutcome ProfileEvidence::decide() {
     }
   }
   if (!status) return finish(Verdict::kInfraError, "gates: " + status.message());
+  if (kernels) flags.insert(flags.end(), kernels->flags.begin(), kernels->flags.end());
   flags_ = flags;
   if (withholds_reward(flags)) return finish(Verdict::kFlagHack, withholding_reason(flags));
   std::string reason = "timed: " + times(report.speedup_eager.median) + " over eager";
@@ -82,6 +83,27 @@ ProfileOutcome ProfileEvidence::decide() {
       forwards_per_call > 1 ? ", " + std::to_string(checked_calls * forwards_per_call) + " forwards" : "";
   return finish(Verdict::kPass, reason + " (every one of " + std::to_string(checked_calls) +
                                     " candidate calls checked" + forwards + ")");
+}
+
+Status ProfileEvidence::analyze_trace(const std::string& path, const std::string& work_dir) {
+  auto read = read_kernel_trace(path);
+  std::string error;
+  if (read) {
+    trace = std::move(read).value();
+  } else {
+    error = read.status().message();
+  }
+  SummarySettings summary;
+  summary.classify.candidate_paths = {work_dir};
+  kernel_evidence = session_kernel_evidence(trace ? &*trace : nullptr, error, runner_pid, runner_calls,
+                                            {watch_start_ns, watch_end_ns}, summary);
+  KernelPolicy policy = settings->kernel_policy;
+  policy.require_provenance = settings->kernel_provenance;
+  auto analysis = analyze_kernels(kernel_evidence, settings->flags, policy);
+  if (!analysis) return Status::error("kernel trace: " + analysis.status().message());
+  kernels = std::move(analysis).value();
+  kernels_status = std::string("traced (") + (settings->kernel_provenance ? "launchers" : "kernel names") + ")";
+  return Status::ok();
 }
 
 // The record's "profile" value, field after field in the order cudaagent-records(5) lists them:
@@ -129,8 +151,17 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
     json.null();
   }
   json.end_object();
-  json.key("kernels").null();
-  json.field("kernels_status", "not traced (the kernel trace is not wired into the evaluation session)");
+  json.key("kernels");
+  if (kernels) {
+    write_kernel_table(json, *kernels);
+  } else {
+    json.null();
+  }
+  json.field("kernels_status", kernels_status);
+  if (kernels) {
+    json.key("kernel_trace");
+    write_kernel_trace(json, *kernels, kernel_evidence);
+  }
   // The cost of a call itself: the null model's median per round, and what was removed from every
   // sample (the null calls' 10th percentile).
   json.key("call_cost").begin_object().key("round_medians_ms");

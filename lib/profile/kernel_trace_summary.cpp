@@ -114,6 +114,12 @@ LauncherClass classify_launcher(std::string_view path, const ClassifySettings& s
 LauncherClass classify_kernel_name(std::string_view mangled, std::string_view demangled) {
   if (mangled.starts_with("triton_") || mangled.starts_with("triton")) return LauncherClass::triton;
   const std::string name = lower(mangled);
+  // torch's attention kernels: FlashAttention in its own namespace, and the memory-efficient
+  // kernels (fmha_cutlass*) whose names would otherwise read as the CUTLASS library's.
+  if (contains_any(mangled, {"pytorch_flash", "fmha_cutlass"}) ||
+      contains_any(demangled, {"pytorch_flash::", "fmha_cutlass"})) {
+    return LauncherClass::torch;
+  }
   if (contains_any(name, {"cublas", "cutlass", "cudnn", "nvjet", "xmma", "cusparse", "cufft", "cusolver",
                           "curand", "nccl", "cutensor", "splitkreduce"})) {
     return LauncherClass::cuda_library;

@@ -15,6 +15,9 @@ namespace {
 
 using Span = std::pair<std::uint64_t, std::uint64_t>;
 
+// Calls without a record allowed before trace_work_unrecorded is raised (or 2% of the calls).
+constexpr std::uint64_t kUnrecordedMargin = 16;
+
 std::string show(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", x);
@@ -144,9 +147,50 @@ void health_flags(const KernelEvidence& e, std::vector<GateFinding>& flags) {
        {"buffer_errors", static_cast<double>(losses.buffer_errors)},
        {"write_failures", static_cast<double>(losses.write_failures)},
        {"missing", static_cast<double>(losses.missing)}}));
+
+  // Every launch, copy and memset call the callbacks saw should have left a record. Activity
+  // recording switched off inside the process (the candidate reaching CUPTI) leaves calls without
+  // records while the callbacks go on counting; failed launches and empty copies leave a few, so
+  // a margin is allowed.
+  const std::uint64_t unrecorded = losses.launches > losses.records ? losses.launches - losses.records : 0;
+  const std::uint64_t margin = std::max<std::uint64_t>(kUnrecordedMargin, losses.launches / 50);
+  const bool gap = unrecorded > margin;
+  flags.push_back(gate_finding(
+      "trace_work_unrecorded", gap, true,
+      gap ? std::to_string(unrecorded) + " of " + std::to_string(losses.launches) +
+                " launch, copy and memset calls left no record (activity recording switched off inside "
+                "the process?): the trace cannot vouch for the timed work, reward withheld"
+          : std::to_string(losses.records) + " records for " + std::to_string(losses.launches) + " launch, copy and memset calls",
+      {{"launches", static_cast<double>(losses.launches)},
+       {"records", static_cast<double>(losses.records)},
+       {"margin", static_cast<double>(margin)}}));
 }
 
 }  // namespace
+
+KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string trace_error, std::uint32_t runner_pid,
+                                       const std::vector<SessionCall>& calls, HostWindow watch,
+                                       SummarySettings summary) {
+  KernelEvidence e;
+  e.trace = trace;
+  e.trace_error = std::move(trace_error);
+  e.main_tid = runner_pid;
+  e.watch = watch;
+  e.summary = std::move(summary);
+  for (const SessionCall& call : calls) {
+    if (call.window.end_ns <= call.window.start_ns) continue;  // no window: its work is "between"
+    e.commands.push_back(call.window);
+    if (!call.candidate) continue;
+    TracedRound round;
+    round.host = call.window;
+    round.calls = {call.window};
+    round.expected_calls = 1;
+    // The owner's clock is the only timer: the "event" time of the consistency checks is it too.
+    round.event_ms = ms(call.window.end_ns - std::min(call.window.end_ns, call.window.start_ns));
+    e.rounds.push_back(std::move(round));
+  }
+  return e;
+}
 
 Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettings& flag_settings,
                                        const KernelPolicy& policy) {
@@ -330,7 +374,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   const TraceProcessSummary* own = e.main_tid == 0 ? nullptr : summary_of(trace, e.main_tid);
   const auto share = [&](LauncherClass c) { return a.class_kernel_share[static_cast<std::size_t>(c)]; };
   const double fallback = share(LauncherClass::torch) + share(LauncherClass::triton);
-  const bool no_provenance = own != nullptr && !own->provenance;
+  const bool no_provenance = policy.require_provenance && own != nullptr && !own->provenance;
   const bool fell_back = fallback > policy.max_fallback_share;
   a.flags.push_back(gate_finding(
       "kernel_fallback", fell_back || no_provenance, true,

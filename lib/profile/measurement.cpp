@@ -60,6 +60,11 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
   if (!batch) return batch.status();
   CallBatch& b = batch.value();
   for (const auto& [name, ms] : b.owner_ms) evidence_.owner_ms[name] += ms;
+  if (arm == "candidate") {
+    for (const CallResult& call : b.calls) {
+      evidence_.runner_calls.push_back({{call.start_ns, call.end_ns}, model == "candidate"});
+    }
+  }
   if (arm != "candidate") {
     if (b.stopped) {
       if (model == "compile") return std::optional<CallBatch>{};  // the caller drops the arm

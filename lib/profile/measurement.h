@@ -13,6 +13,8 @@
 
 #include "cudaagent/device/gpu_query.h"
 #include "cudaagent/evaluation/evaluator.h"
+#include "cudaagent/profile/kernel_trace.h"
+#include "cudaagent/profile/kernels.h"
 #include "cudaagent/profile/profile.h"
 #include "cudaagent/profile/report.h"
 #include "cudaagent/profile/timing_report.h"
@@ -62,7 +64,20 @@ struct ProfileEvidence {
   // REJECT_POLICY, FLAG_HACK).
   std::optional<std::pair<Verdict, std::string>> outcome;
   std::optional<CallStop> outcome_stop;  // the stop the outcome came from, when it did
+  // The kernel trace: every call of the candidate's runner on the owner's clock, from its "ready"
+  // (watch_start_ns) to its end; the analysis once the trace was read (read_kernel_trace_of).
+  std::vector<SessionCall> runner_calls;
+  std::uint64_t watch_start_ns = 0, watch_end_ns = 0;
+  std::uint32_t runner_pid = 0;
+  std::string kernels_status = "not traced";
+  std::optional<KernelTrace> trace;
+  KernelEvidence kernel_evidence;
+  std::optional<KernelAnalysis> kernels;
 
+  // Reads the candidate runner's trace at `path` and analyses it against runner_calls. A Status
+  // when the analysis could not be made (the machinery); a trace that cannot vouch for the calls
+  // is a gate in `kernels`, not a Status.
+  Status analyze_trace(const std::string& path, const std::string& work_dir);
   // The "profile" value from whatever has been collected, with this verdict.
   ProfileOutcome finish(Verdict verdict, std::string reason);
   // Statistics, gates and the verdict from a completed measurement.

@@ -5,6 +5,8 @@
 // then the statistics and the gates.
 #include "cudaagent/profile/profile.h"
 
+#include <time.h>
+
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -27,6 +29,13 @@ namespace fs = std::filesystem;
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+// CLOCK_MONOTONIC in ns: the clock of the owner's call windows and of the kernel trace.
+std::uint64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000u + static_cast<std::uint64_t>(now.tv_nsec);
+}
 
 double since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -99,6 +108,18 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.forward_sync = settings.forward_sync;
   evaluation.cpu_groups = settings.cpu_groups;
   evaluation.stop = settings.stop;
+  if (settings.device == "cuda" && settings.kernel_trace == "on") {
+    if (settings.kernel_trace_library.empty()) {
+      settings.kernel_trace_library = installed_library("libcudaagent_cupti.so");
+    }
+    if (settings.kernel_trace_library.empty()) {
+      return Status::error("cannot trace the candidate's kernels: libcudaagent_cupti.so is not installed beside "
+                           "the programs (--kernel-trace-library PATH names it; --kernel-trace off times "
+                           "without the trace, whose gates then do not run)");
+    }
+    evaluation.kernel_trace_library = settings.kernel_trace_library;
+    evaluation.kernel_trace_provenance = settings.kernel_provenance;
+  }
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();
   auto evaluator = Evaluator::create(evaluation, torch.value());
@@ -232,6 +253,8 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     return evidence.finish(Verdict::kFailRuntime, "the candidate did not start: " + start.value().problem);
   }
   evidence.sandbox_layers = start.value().sandbox_layers;
+  evidence.runner_pid = start.value().pid;
+  evidence.watch_start_ns = monotonic_ns();
 
   // 4. The device, exclusively, for the rounds.
   phase = SteadyClock::now();
@@ -254,7 +277,8 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   if (s.device == "cuda") evidence.clocks.push_back(query_gpu(gpu_index));
   lock.reset();  // the device is free before the candidate's end and the statistics
 
-  // 5. The candidate's end: what it left running, what the audit saw.
+  // 5. The candidate's end: what it left running, what the audit saw, its kernel trace.
+  evidence.watch_end_ns = monotonic_ns();
   auto end = evaluator_->end_candidate();
   if (!measured) return evidence.finish(Verdict::kInfraError, measured.message());
   if (end) {
@@ -267,6 +291,15 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
     return evidence.finish(audited->verdict, audited->reason);
   }
   if (evidence.outcome) return evidence.finish(evidence.outcome->first, evidence.outcome->second);
+  if (!evaluator_->candidate_trace_path().empty()) {
+    // Read whatever the runner left, even when its end went wrong: a trace it did not finish
+    // lacks its summary line, which is a gate of its own.
+    if (Status analyzed = evidence.analyze_trace(evaluator_->candidate_trace_path(), work); !analyzed) {
+      return evidence.finish(Verdict::kInfraError, analyzed.message());
+    }
+  } else {
+    evidence.kernels_status = s.device == "cpu" ? "not traced (CPU)" : "not traced (--kernel-trace off)";
+  }
   // 6. Baselines measured here are stored for the next iterations (only when complete and sound).
   if (store_ != nullptr && use_store && !cached && evidence.baselines_sound) {
     const StoredResult row{evidence.baseline_key, "profile-baseline", request.id,

@@ -58,6 +58,7 @@ std::string profile_key(const Profiler& profiler, const ProfileRequest& request)
   key.field("roofline_slack", s.flags.roofline_slack).field("audit_fraction", s.audit_fraction);
   key.field("call_timeout", s.call_timeout_seconds).field("bootstrap_resamples", s.bootstrap.resamples);
   key.field("candidate_user", s.candidate_user.has_value());
+  key.field("kernel_trace", s.device == "cuda" ? s.kernel_trace : "off").field("kernel_provenance", s.kernel_provenance);
   // Its script is outside the harness hash; "off" keeps a profile made without it from being
   // reused with it on.
   key.field("python_policy", profiler.static_policy().key()).end_object();
@@ -253,6 +254,15 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_option("--candidate-user", options.candidate_user, "User the candidate's code runs as: "
                  "auto (nobody when run as root in the sandbox: the process limit does not bind "
                  "root), none, or UID[:GID]")->capture_default_str();
+  app.add_option("--kernel-trace", s.kernel_trace, "The CUPTI kernel trace of the candidate's calls "
+                 "(CUDA): on (torch's kernels, GPU work outside the calls and a trace that cannot vouch for "
+                 "them withhold the reward), or off")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--kernel-trace-library", s.kernel_trace_library, "The injection library (default: "
+                 "libcudaagent_cupti.so installed beside the programs)")->type_name("PATH");
+  app.add_flag("--kernel-provenance", s.kernel_provenance, "Record which shared object launched each "
+               "kernel (a stack walk per launch, a few us that count against the candidate) and "
+               "decide the fallback gate by it instead of by kernel names");
   app.add_flag("--keep-job-dirs", s.keep_job_dirs, "Keep each job's directories");
   app.add_flag("--no-python-policy", options.no_python_policy, "Skip the static check of "
                "model_new.py, to test the timing beneath it (never for rewards)");

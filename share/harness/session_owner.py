@@ -31,7 +31,7 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       others run under the runner's operator audit. M "null" (the cost of a call: the runner returns
       ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
       -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
-      "audited", "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
+      "audited", "start_ns", "end_ns" (the call's window, CLOCK_MONOTONIC), "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
       ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms": {...} (--diagnostics:
       call_phases, medians over the timed calls, and sd_<phase> their standard deviations)}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
@@ -380,7 +380,7 @@ class Owner:
                     detail = str(reply.get("error", reply) if isinstance(reply, dict) else reply)[:2000]
                     stopped = {"call": index, "why": "runner error", "detail": detail}
                     results.append({"seed": seed, "host_ms": host_ms, "check": None,
-                                    "runner": reply if isinstance(reply, dict) else None})
+                                    "start_ns": started, "end_ns": ended, "runner": reply if isinstance(reply, dict) else None})
                     break
                 mark = time.perf_counter()
                 check = self.judge_call(arm, expected, slot_leaves, reply) if expected is not None else None
@@ -389,8 +389,10 @@ class Owner:
                     call = call_phases(started, sent, ended, reply.get("diagnostics"))
                     if call:
                         phases.append(call)
+                # start_ns and end_ns: the call's window on CLOCK_MONOTONIC (perf_counter_ns),
+                # the clock the candidate's kernel trace is stamped with.
                 results.append({"seed": seed, "host_ms": host_ms, "check": check,
-                                "audited": audited,
+                                "audited": audited, "start_ns": started, "end_ns": ended,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
             gc.enable()

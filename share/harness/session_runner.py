@@ -93,6 +93,21 @@ def copy_out(torch, result_leaves, result_structure, out_specs, out_views):
     return answer
 
 
+def flush_kernel_trace():
+    """Writes out the kernel trace of this process, when the CUPTI injection library traces it
+    (CUDA_INJECTION64_PATH): the worker ends a job with os._exit, which skips the library's own
+    flush at exit. Before the answer to "exit", so the trace is whole once the owner replies."""
+    library = os.environ.get("CUDA_INJECTION64_PATH")
+    if not library or not os.environ.get("CUDAAGENT_CUPTI_OUT"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(library).cudaagent_cupti_flush()
+    except (OSError, AttributeError):
+        pass  # the trace then lacks its summary line, which the trusted side reads as a gap
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--role", choices=["candidate", "baseline"], required=True)
@@ -174,7 +189,8 @@ def main():
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(forwards)] if diagnose and cuda else None
     tell({"connected": True, "phases_s": phases, "sandbox_layers": layers})
-    conn.send(json.dumps({"ready": True, "phases_s": phases, "sandbox_layers": layers,
+    # "pid": the process id the kernel trace's summary lines carry (this process's own account).
+    conn.send(json.dumps({"ready": True, "pid": os.getpid(), "phases_s": phases, "sandbox_layers": layers,
                           "models": sorted(models), "torch": torch.__version__}).encode())
     calls = 0
     while True:
@@ -184,6 +200,9 @@ def main():
             break
         command = json.loads(raw)
         if command.get("cmd") == "exit":
+            if cuda:
+                torch.cuda.synchronize()
+                flush_kernel_trace()
             conn.send(json.dumps({"forbidden_ops": audit.forbidden if audit else {}, "calls": calls}).encode())
             break
         calls += 1

@@ -25,6 +25,9 @@
 #       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
 #       FORWARD_SYNCS, default each; forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
 #       to eager must show no difference
+#   tests/gpu/lease_h200.sh trace BIN OUT    kernel_trace_check.sh (the candidate's kernel trace in
+#       profile's session: attack cases and the honest example; BIN/../lib/libcudaagent_cupti.so),
+#       then session_h200.sh's A-A with --kernel-trace off and on (AA_TASKS, AA_REPEATS: 2)
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -175,6 +178,22 @@ timing | aa)
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish context-switch.md forward-sync.md forward-overlap/results.md owner-off-sm.md session/results.md
   ;;
+trace)
+  # The kernel trace of profile's session: its attack cases and honest example, then A-A repeats
+  # (AA_TASKS, default relu_16m sgemm_2048; AA_REPEATS, default 2) with the trace off and on,
+  # back to back, so what tracing costs the candidate's arm shows on the same machine.
+  with_binaries
+  step kernel-trace 300 bash "$root/tests/gpu/kernel_trace_check.sh" "$bin" "$logs/kernel-trace"
+  for mode in off on; do
+    share=1
+    [[ $mode == off ]] && share=2  # half of what is left for each mode
+    step "aa-trace-$mode" "$(($(left) / share - 10))" env SECTIONS=aa CALL_WAITS=spin \
+      AA_TASKS="${AA_TASKS:-relu_16m sgemm_2048}" AA_REPEATS="${AA_REPEATS:-2}" \
+      PROFILE_ARGS="${PROFILE_ARGS:-} --kernel-trace $mode" bash "$root/tests/gpu/session_h200.sh" \
+      "$bin" "$logs/aa-trace-$mode" "" "$(($(left) / share - 30))"
+  done
+  finish kernel-trace/summary.md aa-trace-off/results.md aa-trace-on/results.md
+  ;;
 data)
   with_binaries
   step filter-check 150 bash "$root/tests/gpu/filter_check.sh" "$bin" "$logs/filter-check"
@@ -213,7 +232,7 @@ dataset)
   rm -rf "$logs"
   ;;
 *)
-  echo "lease_h200: unknown phase '$phase' (checks, train, dist, timing, aa, data, dataset)" >&2
+  echo "lease_h200: unknown phase '$phase' (checks, train, dist, timing, aa, trace, data, dataset)" >&2
   exit 2
   ;;
 esac

@@ -45,6 +45,30 @@ TEST_CASE("a calls answer reads back its calls, checks, audit marks and stop") {
   CHECK(batch.value().phases_ms.empty());  // only with the owner's --diagnostics
 }
 
+TEST_CASE("a call's window on the owner's clock is read when whole and in order") {
+  auto batch = parse_owner_calls(R"({"ok":true,"calls":[
+    {"seed":1,"host_ms":0.5,"start_ns":1000000000123,"end_ns":1000000500123,"check":null},
+    {"seed":2,"host_ms":0.5,"start_ns":900,"end_ns":800,"check":null},
+    {"seed":3,"host_ms":0.5,"start_ns":-5,"end_ns":800,"check":null},
+    {"seed":4,"host_ms":0.5,"check":null}],"stopped":null,"owner_ms":{}})");
+  REQUIRE(batch);
+  REQUIRE(batch.value().calls.size() == 4);
+  CHECK(batch.value().calls[0].start_ns == 1000000000123u);
+  CHECK(batch.value().calls[0].end_ns == 1000000500123u);
+  for (std::size_t k = 1; k < 4; ++k) {
+    CHECK(batch.value().calls[k].start_ns == 0);
+    CHECK(batch.value().calls[k].end_ns == 0);
+  }
+}
+
+TEST_CASE("a runner's pid is read from its ready message, 0 when absent or out of range") {
+  CHECK(ready_pid(R"({"ready":true,"pid":17})") == 17);
+  CHECK(ready_pid(R"({"ready":true})") == 0);
+  CHECK(ready_pid(R"({"ready":true,"pid":-3})") == 0);
+  CHECK(ready_pid(R"({"ready":true,"pid":99999999999})") == 0);
+  CHECK(ready_pid("not json") == 0);
+}
+
 TEST_CASE("a calls answer with diagnostics reads back its phases") {
   auto batch = parse_owner_calls(
       R"({"ok":true,"calls":[],"stopped":null,"owner_ms":{},"phases_ms":{"to_runner":0.012,"forward_gpu":0.25}})");

@@ -273,6 +273,10 @@ TEST_CASE("kernel trace: launcher classes") {
                              "void at::native::vectorized_elementwise_kernel<4>()") == LauncherClass::torch);
   CHECK(classify_kernel_name("_ZN2at6native4fillEv", "") == LauncherClass::torch);  // no demangled form
   CHECK(classify_kernel_name("triton_poi_fused_add_0", "") == LauncherClass::triton);
+  // torch's attention kernels, whatever library names they carry.
+  CHECK(classify_kernel_name("_ZN13pytorch_flash15flash_fwd_kernelIvEEvv",
+                             "void pytorch_flash::flash_fwd_kernel<void>()") == LauncherClass::torch);
+  CHECK(classify_kernel_name("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "") == LauncherClass::torch);
   CHECK(classify_kernel_name("_Z9my_kernelPf", "my_kernel(float*)") == LauncherClass::unknown);
 }
 

@@ -29,10 +29,10 @@ std::string kernel(const std::string& name, std::uint64_t start, std::uint64_t e
 }
 
 std::string summary(std::uint64_t kernels, std::uint64_t dropped = 0, bool provenance = true,
-                    std::uint32_t pid = kPid) {
+                    std::uint32_t pid = kPid, std::uint64_t launches = 1) {
   return R"({"kind":"summary","pid":)" + std::to_string(pid) + R"(,"flush":1,"records":{"kernel":)" +
          std::to_string(kernels) + R"(,"memcpy":0,"memset":0,"other":0},"dropped":)" + std::to_string(dropped) +
-         R"(,"buffer_errors":0,"write_failures":0,"launches":1,"unknown_launchers":0,"unresolved_walks":0,)"
+         R"(,"buffer_errors":0,"write_failures":0,"launches":)" + std::to_string(launches) + R"(,"unknown_launchers":0,"unresolved_walks":0,)"
          R"("provenance":)" + (provenance ? "true" : "false") +
          R"(,"clock":"monotonic","cupti_version":1,"cupti_header_version":1,"callbacks":1,"cupti_library":"x"})" "\n";
 }
@@ -288,6 +288,18 @@ TEST_CASE("kernel gates: a trace that cannot vouch withholds the reward") {
     const KernelTrace trace = parse_kernel_trace(honest_lines() + summary(12));
     CHECK(flag(analyze(evidence(trace)), "trace_records_lost").raised);
   }
+  SUBCASE("launch calls without records beyond the margin (recording switched off in the process)") {
+    CHECK_FALSE(flag(analyze(evidence(parse_kernel_trace(honest_lines() + summary(8, 0, true, kPid, 24)))),
+                     "trace_work_unrecorded").raised);
+    const KernelAnalysis a = analyze(evidence(parse_kernel_trace(honest_lines() + summary(8, 0, true, kPid, 25))));
+    CHECK(flag(a, "trace_work_unrecorded").raised);
+    CHECK(flag(a, "trace_work_unrecorded").withholds_reward);
+    // Above 800 calls the margin is 2% of them: 20 of 1,020, 20 of 1,030 (rounded down).
+    CHECK_FALSE(flag(analyze(evidence(parse_kernel_trace(honest_lines() + summary(1000, 0, true, kPid, 1020)))),
+                     "trace_work_unrecorded").raised);
+    CHECK(flag(analyze(evidence(parse_kernel_trace(honest_lines() + summary(1000, 0, true, kPid, 1030)))),
+               "trace_work_unrecorded").raised);
+  }
 }
 
 TEST_CASE("kernel gates: bad policy settings are errors") {
@@ -298,4 +310,89 @@ TEST_CASE("kernel gates: bad policy settings are errors") {
   policy = {};
   policy.edge_tolerance_ms = -1;
   CHECK_FALSE(analyze_kernels(evidence(trace), GateSettings{}, policy));
+}
+
+// The evaluation session: the owner's call windows are the rounds and the commands; a null call of
+// the runner is a command only. Calls: candidate [10, 12], null [14, 15], candidate [20, 22] ms;
+// the watch from 5 to 30 ms. Kernel names only (provenance off), as a profile traces by default.
+namespace {
+
+std::vector<SessionCall> session_calls() {
+  return {{{10 * M, 12 * M}, true}, {{14 * M, 15 * M}, false}, {{20 * M, 22 * M}, true}};
+}
+
+KernelAnalysis analyze_session(const std::string& lines, const std::vector<SessionCall>& calls = session_calls(),
+                               std::uint32_t pid = kPid) {
+  const KernelTrace trace = parse_kernel_trace(lines);
+  SummarySettings summary_settings;
+  summary_settings.classify.candidate_paths = {"/jobs/job-1/work"};
+  const KernelEvidence e = session_kernel_evidence(&trace, "", pid, calls, {5 * M, 30 * M}, summary_settings);
+  KernelPolicy policy;
+  policy.require_provenance = false;
+  return analyze(e, policy);
+}
+
+}  // namespace
+
+TEST_CASE("kernel gates in the session: the owner's windows make the rounds; names decide the fallback") {
+  const std::string own = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "");
+  SUBCASE("the candidate's own kernels in its calls raise nothing") {
+    const KernelAnalysis a = analyze_session(own + summary(2, 0, false));
+    CHECK(a.calls == 2);
+    CHECK(a.kernel_ms == doctest::Approx(1.0));
+    CHECK_FALSE(withholds_reward(a.flags));
+    CHECK_FALSE(flag(a, "kernel_fallback").raised);
+  }
+  SUBCASE("torch's kernels doing the work in a call (an unaudited torch fallback) withhold the reward") {
+    const std::string lines = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") +
+                              kernel("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_10AddFunctorIfEEEEviT0_T1_",
+                                     20 * M + M / 4, 21 * M + M / 2, "") +
+                              summary(2, 0, false);
+    const KernelAnalysis a = analyze_session(lines);
+    CHECK(flag(a, "kernel_fallback").raised);
+    CHECK(flag(a, "kernel_fallback").withholds_reward);
+  }
+  SUBCASE("GPU work between the runner's calls (the baselines' turn) withholds the reward") {
+    const KernelAnalysis a = analyze_session(own + kernel("_Z5spinv", 16 * M, 19 * M, "", kPid + 1) + summary(3, 0, false));
+    CHECK(flag(a, "work_between_commands").raised);
+    CHECK(withholds_reward(a.flags));
+  }
+  SUBCASE("the null model's copy inside its own window is not between commands") {
+    const std::string copy = R"({"kind":"memcpy","copy":"DtoD","bytes":64,"device":0,"context":1,"stream":7,)"
+                             R"("correlation":2,"start_ns":14500000,"end_ns":14600000,"graph":0,"launcher":null,"tid":4242})"
+                             "\n";
+    const KernelAnalysis a = analyze_session(own + copy + summary(2, 0, false));
+    CHECK_FALSE(flag(a, "work_between_commands").raised);
+    CHECK_FALSE(withholds_reward(a.flags));
+  }
+  SUBCASE("work past the owner's end of a call withholds the reward") {
+    const KernelAnalysis a = analyze_session(kernel("_Z4fusedPf", 10 * M + M / 2, 13 * M, "") + summary(1, 0, false));
+    CHECK(flag(a, "work_after_end_mark").raised);
+  }
+  SUBCASE("a call without a window leaves its work outside every command") {
+    std::vector<SessionCall> calls = session_calls();
+    calls[2].window = {0, 0};
+    const KernelAnalysis a = analyze_session(own + summary(2, 0, false), calls);
+    CHECK(a.calls == 1);
+    CHECK(flag(a, "work_between_commands").raised);
+  }
+  SUBCASE("no summary line of the runner's process (a trace it never flushed, or another pid's)") {
+    CHECK(flag(analyze_session(own), "trace_summary_missing").raised);
+    CHECK(flag(analyze_session(own + summary(2, 0, false, kPid + 7)), "trace_summary_missing").raised);
+  }
+  SUBCASE("a forged line in the trace withholds the reward") {
+    CHECK(flag(analyze_session(own + "{\"kind\":\"kernel\",\"name\":3}\n" + summary(2, 0, false)), "trace_lines_rejected").raised);
+  }
+  SUBCASE("provenance off raises the fallback gate only when the policy requires provenance") {
+    const KernelTrace trace = parse_kernel_trace(own + summary(2, 0, false));
+    const KernelEvidence e = session_kernel_evidence(&trace, "", kPid, session_calls(), {5 * M, 30 * M}, {});
+    CHECK(flag(analyze(e), "kernel_fallback").raised);
+  }
+}
+
+TEST_CASE("kernel gates in the session: no trace at all withholds the reward") {
+  const KernelEvidence e = session_kernel_evidence(nullptr, "cannot open it", kPid, session_calls(), {5 * M, 30 * M}, {});
+  const KernelAnalysis a = analyze(e);
+  CHECK(flag(a, "trace_summary_missing").raised);
+  CHECK(flag(a, "trace_summary_missing").reason.find("cannot open it") != std::string::npos);
 }

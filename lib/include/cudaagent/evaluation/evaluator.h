@@ -81,6 +81,14 @@ struct EvaluationSettings {
   // evaluator looks at it at least every 0.2 s, ends the owner and its runners, and returns a
   // Status saying so, so SIGTERM stops a verification inside a call, not after it.
   const std::atomic<int>* stop = nullptr;
+  // The CUPTI injection library (libcudaagent_cupti.so) the candidate's runner is started with,
+  // so that every kernel, copy and memset of its process lands in a trace the trusted side reads
+  // (candidate_trace_path()). Empty: not traced. CUDA only.
+  std::string kernel_trace_library;
+  // Whether the trace records which shared object launched each piece of work (a stack walk per
+  // launch, about 6 us each on an H200: it counts against the candidate's time). Off: kernels are
+  // told apart by their names.
+  bool kernel_trace_provenance = false;
 };
 
 // The most memory one runner's slots (N inputs and N outputs of a call) may take on the device.
@@ -127,6 +135,9 @@ struct CallResult {
   std::optional<CallCheck> check;   // absent when the runner answered with an error
   std::string runner_json;          // what the runner said beside its answer (untrusted, for people)
   bool audited = false;             // ran under the operator audit: checked, but not a timing sample
+  // The call's window on the owner's CLOCK_MONOTONIC, ns: from the inputs' copy to the answer (0
+  // when the owner did not say). The kernel trace is read against it.
+  std::uint64_t start_ns = 0, end_ns = 0;
 };
 
 // Why a batch of calls ended early.
@@ -154,6 +165,7 @@ struct RunnerStart {
   std::string ready_json;                // its "ready" message
   std::vector<std::string> sandbox_layers;
   double seconds = 0;
+  std::uint32_t pid = 0;                 // the process id it gave in "ready" (0: none)
 };
 
 // How a runner ended: its process (merged output in `err`, strays its worker ended) and what it
@@ -205,6 +217,10 @@ class Evaluator {
   // Fresh seeds from the OS's random source: the trusted side's secret until each call.
   std::vector<std::uint64_t> fresh_seeds(std::size_t count);
 
+  // The candidate runner's kernel trace (EvaluationSettings::kernel_trace_library), emptied by
+  // every attach_candidate(): whole once end_candidate() returned. Empty when not traced. The
+  // file is written by the candidate's process: hostile input (kernel_trace.h reads it so).
+  const std::string& candidate_trace_path() const;
   // Where a candidate's built workspace must be for its runner to see it: a directory below it.
   const std::string& candidate_root() const;
   // Whether the last open_task() found its task already open (an agent's loop over one task).

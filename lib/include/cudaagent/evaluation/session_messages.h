@@ -29,6 +29,8 @@ Result<TaskInfo> parse_owner_init(const std::string& line);
 Result<std::string> parse_owner_attach(const std::string& line);
 // The sandbox layers a runner says held (at most 16 names of at most 64 bytes).
 std::vector<std::string> ready_sandbox_layers(const std::string& ready_json);
+// The process id a runner gave in its "ready" message; 0 when it gave none that fits 32 bits.
+std::uint32_t ready_pid(const std::string& ready_json);
 // A "calls" answer. Malformed: a Status.
 Result<CallBatch> parse_owner_calls(const std::string& line);
 // A "detach" answer's runner report into end.forbidden_ops (at most 64 names); sets end.reported.

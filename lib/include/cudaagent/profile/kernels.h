@@ -46,6 +46,10 @@ struct KernelPolicy {
   double max_unattributed_share = 0.5;
   // Slack at each window edge, for the conversion of GPU timestamps to the host clock.
   double edge_tolerance_ms = 0.02;
+  // Whether a trace without launcher information (provenance off) raises kernel_fallback. Off:
+  // kernels are classed by their names (classify_kernel_name), which tells torch's and Triton's
+  // own kernels apart from everything else but not who launched a cuBLAS or cuDNN kernel.
+  bool require_provenance = true;
 };
 
 struct KernelEvidence {
@@ -78,12 +82,30 @@ struct KernelAnalysis {
   std::vector<GateFinding> flags;  // every gate below, raised or not, in order
 };
 
+// One call of the candidate's runner in the evaluation session, on the owner's clock (trusted: the
+// owner's process is not the candidate's). `candidate` when it ran the candidate's model; the
+// runner's null model otherwise (no candidate code: a command, but no timed work of its own).
+struct SessionCall {
+  HostWindow window;
+  bool candidate = true;
+};
+
+// The evidence of a profile in the evaluation session: every call of the candidate's model is a
+// round of one call whose window is the owner's (so the marks are trusted, never the runner's),
+// every call of the runner a command, `watch` from the runner's "ready" to its end. Calls without
+// a window of positive length are left out, so their work counts as work between commands.
+KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string trace_error, std::uint32_t runner_pid,
+                                       const std::vector<SessionCall>& calls, HostWindow watch,
+                                       SummarySettings summary);
+
 // The gates, in this order (withholding unless marked note):
 //   trace_summary_missing   no trace, no summary line of the timing process (main_tid), or
 //                           records after the last summary (never flushed)
 //   trace_lines_rejected    malformed, over-cap or error lines, or a truncated trace
 //   trace_records_lost      records CUPTI dropped, buffers it could not deliver, failed writes,
 //                           or records the summaries announce that are not in the file
+//   trace_work_unrecorded   more launch, copy and memset calls than records, beyond a margin of
+//                           16 or 2% (activity recording switched off inside the process)
 //   call_marks_invalid      a round's call marks are missing, out of order or outside the round
 //   event_exceeds_host, kernels_exceed_event, gpu_mostly_idle (note)
 //                           check_timer_consistency with kernel_ms = busy time inside the calls;
@@ -93,7 +115,8 @@ struct KernelAnalysis {
 //                           launches from a thread other than the main one
 //   work_between_commands   GPU work while the process had no command (the baseline's turn)
 //   kernel_fallback         torch/Triton share of the timed kernel time above the policy, or
-//                           the trace has no launcher information to decide it
+//                           the trace has no launcher information to decide it (when the
+//                           policy requires provenance)
 //   kernel_unattributed     (note) other/unknown launchers above max_unattributed_share
 // Errors: bad settings or facts that check_timer_consistency refuses (no positive event/host
 // time). Pure and thread-safe.

@@ -21,6 +21,7 @@
 #include "cudaagent/candidate/extension_build.h"
 #include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/profile/gates.h"
+#include "cudaagent/profile/kernels.h"
 #include "cudaagent/profile/report.h"
 #include "cudaagent/profile/timing_stats.h"
 #include "cudaagent/records/result_store.h"
@@ -78,6 +79,15 @@ struct ProfileSettings {
   std::string forward_sync = "each";    // see EvaluationSettings
   bool cpu_groups = false;              // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
+  // The CUPTI kernel trace of the candidate's runner (CUDA): "on" (libcudaagent_cupti.so must be
+  // installed beside the programs, or named by kernel_trace_library) or "off" (the record says
+  // "not traced"). Its gates (kernels.h) join the profile's: torch's or Triton's kernels in the
+  // candidate's calls, GPU work outside them, a trace that cannot vouch for the calls. Off by
+  // default until the session's traced path has run on a GPU (tests/gpu/kernel_trace_check.sh).
+  std::string kernel_trace = "off";
+  std::string kernel_trace_library;  // empty: installed_library("libcudaagent_cupti.so")
+  bool kernel_provenance = false;    // see EvaluationSettings::kernel_trace_provenance
+  KernelPolicy kernel_policy;        // require_provenance follows kernel_provenance
   BootstrapSettings bootstrap;
 };
 
