@@ -30,10 +30,11 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       "host_ms" is the call's time over N); the arm's first call and a random share F of the
       others run under the runner's operator audit. M "null" (the cost of a call: the runner returns
       ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
-      -> {"ok", "calls": [{"seed", "host_ms", "check": {...},
-      "audited", "start_ns", "end_ns" (the call's window, CLOCK_MONOTONIC), "runner": {...}}], "stopped": null | {"call": k, "why": "timeout" | "runner
-      ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms": {...} (--diagnostics:
-      call_phases, medians over the timed calls, and sd_<phase> their standard deviations)}
+      -> {"ok", "calls": [{"seed", "host_ms", "check": {...}, "audited", "start_ns", "end_ns" (the
+      call's window, CLOCK_MONOTONIC), "runner": {...}}], "stopped": null | {"call": k, "why":
+      "timeout" | "runner ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms":
+      {...} (--diagnostics: call_phases, medians over the timed calls, and sd_<phase> their
+      standard deviations)}
   {"cmd": "detach", "arm": NAME}   tell the runner to end and forget it -> {"ok", "runner": {...}}
   {"cmd": "exit"}
 A failing command replies {"ok": false, "error": "..."}; the session stays usable when it can.
@@ -380,7 +381,8 @@ class Owner:
                     detail = str(reply.get("error", reply) if isinstance(reply, dict) else reply)[:2000]
                     stopped = {"call": index, "why": "runner error", "detail": detail}
                     results.append({"seed": seed, "host_ms": host_ms, "check": None,
-                                    "start_ns": started, "end_ns": ended, "runner": reply if isinstance(reply, dict) else None})
+                                    "start_ns": started, "end_ns": ended,
+                                    "runner": reply if isinstance(reply, dict) else None})
                     break
                 mark = time.perf_counter()
                 check = self.judge_call(arm, expected, slot_leaves, reply) if expected is not None else None
