@@ -395,12 +395,18 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
        {"unknown_share", share(LauncherClass::unknown)},
        {"max_fallback_share", policy.max_fallback_share}}));
   const double unattributed = share(LauncherClass::other) + share(LauncherClass::unknown);
-  const bool vague = unattributed > policy.max_unattributed_share;
+  // Without launcher information every kernel that is not torch's, Triton's or a CUDA library's by
+  // name reads as unknown, the candidate's own included: the share says nothing about who launched
+  // it, so the review flag is raised only where the trace could have told.
+  const bool traced_launchers = own != nullptr && own->provenance;
+  const bool vague = traced_launchers && unattributed > policy.max_unattributed_share;
   a.flags.push_back(gate_finding(
       "kernel_unattributed", vague, false,
       vague ? percent(unattributed) + " of the timed kernel time was launched from neither the candidate's objects "
                                       "nor a known library (static cudart, ctypes, a copied library?): recorded for review"
-            : percent(unattributed) + " of the timed kernel time from unattributed launchers",
+      : traced_launchers ? percent(unattributed) + " of the timed kernel time from unattributed launchers"
+                         : percent(unattributed) + " of the timed kernel time not named as torch's, Triton's or a CUDA "
+                                                   "library's (kernels classed by name: no launcher information)",
       {{"unattributed_share", unattributed}, {"max_unattributed_share", policy.max_unattributed_share}}));
   return a;
 }

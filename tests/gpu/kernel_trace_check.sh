@@ -4,7 +4,8 @@
 #   tests/gpu/kernel_trace_check.sh BIN_DIR OUT_DIR
 # BIN_DIR/../lib/libcudaagent_cupti.so must exist (a build tree or an install). Cases, on the
 # example CUDA workspace (bias + ReLU):
-#   honest          the example: PASS, the trace whole, no trace gate raised
+#   honest          the example on profile's defaults: PASS, traced, the trace whole, no gate
+#                   raised (gpu_mostly_idle aside: the example's kernel is launch-bound)
 #   unaudited-torch eager's own operators in every call the operator audit does not watch (the
 #                   candidate asks torch whether a dispatch mode is on; in the field it would tell
 #                   by its own clock): PASS with --kernel-trace off (the hole the trace closes),
@@ -37,11 +38,15 @@ check() {
   shift
   if "$@"; then note "- PASS: $what"; else note "- FAIL: $what"; failures=$((failures + 1)); fi
 }
-# TRACE (default on) is profile's --kernel-trace, said so that the checks hold whatever its default.
+# TRACE, where set, is profile's --kernel-trace; unset, the cases run on profile's default (on), so
+# the honest case checks that default too.
 profile() {
   "$bin/cudaagent-profile" --quiet --device cuda --task "$base/model.py" --compile-mode none --rounds 4 \
-    --kernel-trace "${TRACE:-on}" "$@" 2>>"$log"
+    ${TRACE:+--kernel-trace "$TRACE"} "$@" 2>>"$log"
 }
+# The review flags that say nothing against an honest candidate: gpu_mostly_idle on the example's
+# tiny kernel (launch-bound: the GPU is idle for most of each call).
+gate_raised() { raised "$1" | tr , '\n' | grep -vx -e gpu_mostly_idle -e '' | paste -sd, -; }
 verdict() { jq -r .profile.verdict "$out/$1.jsonl"; }
 raised() { jq -r '[.profile.flags[] | select(.raised) | .name] | join(",")' "$out/$1.jsonl"; }
 describe() {
@@ -57,7 +62,7 @@ profile "$work/honest" >"$out/honest.jsonl"
 describe honest
 check "honest: PASS" test "$(verdict honest)" = PASS
 check "honest: traced" grep -q '^traced' <<<"$(jq -r .profile.kernels_status "$out/honest.jsonl")"
-check "honest: no trace gate raised" test -z "$(raised honest)"
+check "honest: no gate raised but the idle GPU's review flag" test -z "$(gate_raised honest)"
 
 workspace unaudited-torch <<'PY'
 import torch

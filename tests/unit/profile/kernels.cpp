@@ -342,6 +342,8 @@ TEST_CASE("kernel gates in the session: the owner's windows make the rounds; nam
     CHECK(a.kernel_ms == doctest::Approx(1.0));
     CHECK_FALSE(withholds_reward(a.flags));
     CHECK_FALSE(flag(a, "kernel_fallback").raised);
+    // By names alone the candidate's kernels are "unknown": no launcher was traced to doubt.
+    CHECK_FALSE(flag(a, "kernel_unattributed").raised);
   }
   SUBCASE("torch's kernels doing the work in a call (an unaudited torch fallback) withhold the reward") {
     const std::string lines = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") +

@@ -82,9 +82,9 @@ struct ProfileSettings {
   // The CUPTI kernel trace of the candidate's runner (CUDA): "on" (libcudaagent_cupti.so must be
   // installed beside the programs, or named by kernel_trace_library) or "off" (the record says
   // "not traced"). Its gates (kernels.h) join the profile's: torch's or Triton's kernels in the
-  // candidate's calls, GPU work outside them, a trace that cannot vouch for the calls. Off by
-  // default until the session's traced path has run on a GPU (tests/gpu/kernel_trace_check.sh).
-  std::string kernel_trace = "off";
+  // candidate's calls, GPU work outside them, a trace that cannot vouch for the calls. On by
+  // default: without it an unaudited call of the candidate is not watched (the man page's step 5).
+  std::string kernel_trace = "on";
   std::string kernel_trace_library;  // empty: installed_library("libcudaagent_cupti.so")
   bool kernel_provenance = false;    // see EvaluationSettings::kernel_trace_provenance
   KernelPolicy kernel_policy;        // require_provenance follows kernel_provenance
