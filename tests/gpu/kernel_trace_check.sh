@@ -46,7 +46,7 @@ profile() {
 }
 # The review flags that say nothing against an honest candidate: gpu_mostly_idle on the example's
 # tiny kernel (launch-bound: the GPU is idle for most of each call).
-gate_raised() { raised "$1" | tr , '\n' | grep -vx -e gpu_mostly_idle -e '' | paste -sd, -; }
+gate_raised() { jq -r '[.profile.flags[] | select(.raised and .name != "gpu_mostly_idle") | .name] | join(",")' "$out/$1.jsonl"; }
 verdict() { jq -r .profile.verdict "$out/$1.jsonl"; }
 raised() { jq -r '[.profile.flags[] | select(.raised) | .name] | join(",")' "$out/$1.jsonl"; }
 describe() {
