@@ -96,7 +96,7 @@ Status ProfileEvidence::analyze_trace(const std::string& path, const std::string
   SummarySettings summary;
   summary.classify.candidate_paths = {work_dir};
   kernel_evidence = session_kernel_evidence(trace ? &*trace : nullptr, error, runner_pid, runner_calls,
-                                            {watch_start_ns, watch_end_ns}, summary);
+                                            {watch_start_ns, watch_end_ns}, summary, candidate_call_cost_low_ms);
   KernelPolicy policy = settings->kernel_policy;
   policy.require_provenance = settings->kernel_provenance;
   auto analysis = analyze_kernels(kernel_evidence, settings->flags, policy);

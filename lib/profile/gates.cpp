@@ -116,6 +116,10 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
   if (!non_negative_finite(facts.kernel_ms)) {
     return Status::error("timer consistency: the kernel time must be a finite number of ms >= 0");
   }
+  const bool own_basis = !(facts.busy_window_ms < 0);  // NaN is an own basis, and an error below
+  if (own_basis && (!non_negative_finite(facts.busy_kernel_ms) || !non_negative_finite(facts.busy_window_ms))) {
+    return Status::error("timer consistency: the busy share's kernel time and window must be finite numbers of ms >= 0");
+  }
   const double rel = settings.timer_relative_tolerance, abs = settings.timer_absolute_tolerance_ms;
   if (!non_negative_finite(rel) || !non_negative_finite(abs)) {
     return Status::error("timer consistency: tolerances must be finite numbers >= 0");
@@ -156,17 +160,23 @@ Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts
        {"absolute_tolerance_ms", abs},
        {"limit_ms", event_limit}}));
 
-  const double busy = facts.kernel_ms / facts.event_ms;
-  const bool idle = busy < settings.min_busy_fraction;
-  const std::string share = "kernels busy " + percent(busy) + " of the event time";
+  const double busy_kernel_ms = own_basis ? facts.busy_kernel_ms : facts.kernel_ms;
+  const double busy_window_ms = own_basis ? facts.busy_window_ms : facts.event_ms;
+  const bool judged = busy_window_ms > 0;
+  const double busy = judged ? busy_kernel_ms / busy_window_ms : 1.0;
+  const bool idle = judged && busy < settings.min_busy_fraction;
+  const std::string share = !judged   ? "no timed window left to judge the busy share on"
+                            : own_basis ? "kernels busy " + percent(busy) +
+                                              " of the timed calls' time (warm-up calls and the cost of a call itself left out)"
+                                        : "kernels busy " + percent(busy) + " of the event time";
   flags.push_back(gate_finding(
       "gpu_mostly_idle", idle, false,
       idle ? share + ", below " + percent(settings.min_busy_fraction) +
                  ": the GPU sat idle for most of the timed window (host work, sleeps, launch gaps or "
                  "a result computed on the CPU); it slows this arm's own time, recorded for review"
            : share,
-      {{"kernel_ms", facts.kernel_ms},
-       {"event_ms", facts.event_ms},
+      {{"kernel_ms", busy_kernel_ms},
+       {"event_ms", busy_window_ms},
        {"busy_fraction", busy},
        {"min_busy_fraction", settings.min_busy_fraction}}));
   return flags;

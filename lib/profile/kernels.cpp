@@ -170,7 +170,7 @@ void health_flags(const KernelEvidence& e, std::vector<GateFinding>& flags) {
 
 KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string trace_error, std::uint32_t runner_pid,
                                        const std::vector<SessionCall>& calls, HostWindow watch,
-                                       SummarySettings summary) {
+                                       SummarySettings summary, double call_cost_ms) {
   KernelEvidence e;
   e.trace = trace;
   e.trace_error = std::move(trace_error);
@@ -187,6 +187,8 @@ KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string tra
     round.expected_calls = 1;
     // The owner's clock is the only timer: the "event" time of the consistency checks is it too.
     round.event_ms = ms(call.window.end_ns - std::min(call.window.end_ns, call.window.start_ns));
+    round.warm_up = call.warm_up;
+    round.call_cost_ms = std::isfinite(call_cost_ms) ? std::max(call_cost_ms, 0.0) : 0.0;
     e.rounds.push_back(std::move(round));
   }
   return e;
@@ -321,6 +323,9 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
                                   "harness's, reward withheld",
       {{"rounds", static_cast<double>(e.rounds.size())}, {"calls", static_cast<double>(a.calls)}}));
   std::vector<GateFinding> timer;
+  // The busy share's basis: only where a round says what to leave out of it (the session).
+  bool own_busy_basis = false;
+  double busy_kernel_ms = 0, busy_window_ms = 0;
   for (std::size_t r = 0; r < e.rounds.size(); ++r) {
     const TracedRound& round = e.rounds[r];
     const double kernel_ms = ms(busy(round_kernels[r]));
@@ -331,6 +336,11 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
     a.kernel_ms += kernel_ms;
     a.event_ms += round.event_ms;
     a.host_ms += host_ms;
+    own_busy_basis = own_busy_basis || round.warm_up || round.call_cost_ms > 0;
+    if (!round.warm_up) {
+      busy_kernel_ms += kernel_ms;
+      busy_window_ms += std::max(round.event_ms - round.call_cost_ms, 0.0);
+    }
     if (!timer.empty()) continue;
     auto checked = check_timer_consistency({round.event_ms, host_ms, kernel_ms}, flag_settings);
     if (!checked) return Status::error("round " + std::to_string(r) + ": " + checked.status().message());
@@ -340,7 +350,12 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
     }
   }
   if (timer.empty() && !e.rounds.empty()) {
-    auto checked = check_timer_consistency({a.event_ms, a.host_ms, a.kernel_ms}, flag_settings);
+    TimerFacts facts{a.event_ms, a.host_ms, a.kernel_ms};
+    if (own_busy_basis) {
+      facts.busy_kernel_ms = busy_kernel_ms;
+      facts.busy_window_ms = busy_window_ms;
+    }
+    auto checked = check_timer_consistency(facts, flag_settings);
     if (!checked) return checked.status();
     timer = std::move(checked).value();
   }

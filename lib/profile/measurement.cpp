@@ -62,7 +62,7 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
   for (const auto& [name, ms] : b.owner_ms) evidence_.owner_ms[name] += ms;
   if (arm == "candidate") {
     for (const CallResult& call : b.calls) {
-      evidence_.runner_calls.push_back({{call.start_ns, call.end_ns}, model == "candidate"});
+      evidence_.runner_calls.push_back({{call.start_ns, call.end_ns}, model == "candidate", warming_up_});
     }
   }
   if (arm != "candidate") {
@@ -106,6 +106,13 @@ Result<std::optional<CallBatch>> Measurement::batch(const std::string& arm, cons
 }
 
 Status Measurement::warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms) {
+  warming_up_ = true;
+  const Status status = warm_up_calls(arm, model, last_ms);
+  warming_up_ = false;
+  return status;
+}
+
+Status Measurement::warm_up_calls(const std::string& arm, const std::string& model, std::vector<double>& last_ms) {
   const auto started = std::chrono::steady_clock::now();
   // The first call of torch.compile compiles (seconds): it gets the load limit.
   double timeout = model == "compile" ? s_.load_timeout_seconds : s_.call_timeout_seconds;

@@ -105,7 +105,9 @@ class Measurement {
   // returns nullopt; a Status when the machinery failed.
   Result<std::optional<CallBatch>> batch(const std::string& arm, const std::string& model,
                                          const std::vector<std::uint64_t>& seeds, double timeout);
+  // Warm-up batches until warmup_ms of calls; their calls are marked as such in the evidence.
   Status warm_up(const std::string& arm, const std::string& model, std::vector<double>& last_ms);
+  Status warm_up_calls(const std::string& arm, const std::string& model, std::vector<double>& last_ms);
   Status rounds(const std::vector<std::string>& models, int calls, bool fresh,
                 std::map<std::string, RoundSamples>& raw);
   // The relative half-width of the interval adaptive rounds watch, from the rounds so far; nullopt
@@ -116,6 +118,7 @@ class Measurement {
   Evaluator& evaluator_;
   ProfileEvidence& evidence_;
   std::mt19937_64 rng_{std::random_device{}()};
+  bool warming_up_ = false;
 };
 
 }  // namespace cudaagent

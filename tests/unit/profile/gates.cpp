@@ -229,11 +229,37 @@ TEST_CASE("timer consistency: each clock pair at and across its tolerance") {
       {"negative tolerance", {1, 1, 1}, negative_tolerance},
       {"NaN tolerance", {1, 1, 1}, nan_tolerance},
       {"busy fraction above 1", {1, 1, 1}, busy_above_one},
+      {"NaN busy window", {1, 1, 1, 1, kNaN}, settings},
+      {"negative busy kernels", {1, 1, 1, -1, 1}, settings},
+      {"infinite busy window", {1, 1, 1, 1, kInf}, settings},
   };
   for (const auto& row : bad) {
     CAPTURE(row.name);
     CHECK_FALSE(check_timer_consistency(row.facts, row.settings));
   }
+}
+
+TEST_CASE("timer consistency: a busy basis of its own decides the idle note, never a withholding gate") {
+  GateSettings settings;  // busy fraction 0.5
+  // 2 ms of kernels in 10 ms of calls is idle; judged on the 3 ms left after warm-up and call
+  // costs it is not, and the other way round.
+  auto flags = check_timer_consistency({10, 10.5, 2, 2, 3}, settings).value();
+  CHECK_FALSE(flags[2].raised);
+  CHECK(number(flags[2], "busy_fraction") == doctest::Approx(2.0 / 3.0));
+  CHECK(number(flags[2], "event_ms") == doctest::Approx(3.0));
+  CHECK(contains(flags[2].reason, "cost of a call"));
+  flags = check_timer_consistency({10, 10.5, 9, 1, 8}, settings).value();
+  CHECK(flags[2].raised);
+  CHECK(number(flags[2], "kernel_ms") == doctest::Approx(1.0));
+  // The withholding gates still read the whole block: kernels over the events withhold whatever
+  // the basis says.
+  flags = check_timer_consistency({10, 12, 11, 1, 1}, settings).value();
+  CHECK(flags[1].raised);
+  CHECK_FALSE(flags[2].raised);
+  // No window left (every call a warm-up, or no dearer than a null call): nothing to judge.
+  flags = check_timer_consistency({10, 12, 0, 0, 0}, settings).value();
+  CHECK_FALSE(flags[2].raised);
+  CHECK(contains(flags[2].reason, "no timed window"));
 }
 
 TEST_CASE("clock stability: a spread above the maximum change is raised") {

@@ -392,6 +392,44 @@ TEST_CASE("kernel gates in the session: the owner's windows make the rounds; nam
   }
 }
 
+TEST_CASE("kernel gates in the session: the busy share leaves warm-up calls and the cost of a call out") {
+  // Warm-up [2, 8] ms (lazy set-up, no kernels), then timed calls [10, 12] and [20, 22] ms each
+  // with 0.5 ms of kernels; a null call costs 1 ms. Over every window the GPU was busy 1 ms of
+  // 10 (idle); over what the candidate's code had of the timed calls, 1 ms of 2.
+  const std::string own = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "");
+  const std::vector<SessionCall> calls = {{{2 * M, 8 * M}, true, true},
+                                          {{10 * M, 12 * M}, true, false},
+                                          {{14 * M, 15 * M}, false, false},
+                                          {{20 * M, 22 * M}, true, false}};
+  const auto analyze_with = [&](const std::string& lines, double call_cost_ms) {
+    const KernelTrace trace = parse_kernel_trace(lines);
+    const KernelEvidence e = session_kernel_evidence(&trace, "", kPid, calls, {1 * M, 30 * M}, {}, call_cost_ms);
+    KernelPolicy policy;
+    policy.require_provenance = false;
+    return analyze(e, policy);
+  };
+  SUBCASE("an honest candidate whose calls are mostly its kernels raises no idle note") {
+    const KernelAnalysis a = analyze_with(own + summary(2, 0, false), 1.0);
+    CHECK(a.calls == 3);  // the warm-up call is still checked by every gate
+    CHECK(a.event_ms == doctest::Approx(10.0));
+    CHECK_FALSE(flag(a, "gpu_mostly_idle").raised);
+    CHECK(number(flag(a, "gpu_mostly_idle"), "busy_fraction") == doctest::Approx(0.5));
+  }
+  SUBCASE("without the call's cost known, the same calls read as idle") {
+    CHECK(flag(analyze_with(own + summary(2, 0, false), 0.0), "gpu_mostly_idle").raised);
+  }
+  SUBCASE("timed calls whose GPU sits idle still raise it") {
+    const std::string short_kernels = kernel("_Z4fusedPf", 10 * M + M / 2, 10 * M + M / 10 * 6, "") +
+                                      kernel("_Z4fusedPf", 20 * M + M / 2, 20 * M + M / 10 * 6, "");
+    CHECK(flag(analyze_with(short_kernels + summary(2, 0, false), 1.0), "gpu_mostly_idle").raised);
+  }
+  SUBCASE("work of a warm-up call past its window withholds as in any other call") {
+    const KernelAnalysis a = analyze_with(own + kernel("_Z4fusedPf", 7 * M, 9 * M, "") + summary(3, 0, false), 1.0);
+    CHECK(flag(a, "work_after_end_mark").raised);
+    CHECK(withholds_reward(a.flags));
+  }
+}
+
 TEST_CASE("kernel gates in the session: no trace at all withholds the reward") {
   const KernelEvidence e = session_kernel_evidence(nullptr, "cannot open it", kPid, session_calls(), {5 * M, 30 * M}, {});
   const KernelAnalysis a = analyze(e);

@@ -103,6 +103,11 @@ struct TimerFacts {
   double event_ms = 0;   // CUDA events around each call (end mark after a device-wide sync), summed
   double host_ms = 0;    // the trusted host clock around the same calls (includes launch and sync)
   double kernel_ms = 0;  // KernelTime::busy_ms of the kernels CUPTI saw in that host window
+  // What the busy share is judged on where it differs from kernel_ms over event_ms (busy_window_ms
+  // negative: it does not). The profile session leaves its warm-up calls and the cost of a call
+  // itself out (kernels.h, TracedRound); a window of 0 has no share to judge.
+  double busy_kernel_ms = 0;
+  double busy_window_ms = -1;
 };
 
 // Three gates, in this order:
@@ -112,13 +117,14 @@ struct TimerFacts {
 // "kernels_exceed_event" (withholds): kernel_ms > event_ms (1 + rel) + abs. The GPU ran this
 //   block's kernels for longer than the events saw: work escaped the timed window (a stream the
 //   marks did not cover, work left running after the end mark; §2.3 A4, A5).
-// "gpu_mostly_idle" (note, never withholds): kernel_ms < min_busy_fraction x event_ms. The timed
+// "gpu_mostly_idle" (note, never withholds): kernel_ms < min_busy_fraction x event_ms (or the busy
+//   basis, where one is given). The timed
 //   window was mostly idle GPU: host work, a sleep, launch gaps of tiny kernels (usual for eager
 //   PyTorch on small problems) or a result computed on the CPU and copied (§7 case 44). Idle time
 //   is inside the event time, so it slows the measured arm and gains it nothing; for the candidate
 //   it is worth a review of policy (GPU work required), for a baseline it explains a slow baseline.
-// Errors: event_ms or host_ms not positive finite; kernel_ms negative or not finite; negative or
-// non-finite tolerances; min_busy_fraction outside [0, 1].
+// Errors: event_ms or host_ms not positive finite; kernel_ms (or a given busy basis) negative or
+// not finite; negative or non-finite tolerances; min_busy_fraction outside [0, 1].
 Result<std::vector<GateFinding>> check_timer_consistency(const TimerFacts& facts,
                                                          const GateSettings& settings);
 

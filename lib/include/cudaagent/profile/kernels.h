@@ -32,6 +32,13 @@ struct TracedRound {
   std::vector<HostWindow> calls;  // the harness's marks around each timed call (untrusted)
   std::size_t expected_calls = 0; // timed calls the driver asked for
   double event_ms = 0;            // the reported per-call CUDA event times, summed
+  // The session's own facts for the busy share (gpu_mostly_idle), which judges the GPU work of
+  // the timed calls against what the candidate's code had of their time: a warm-up call (lazy
+  // set-up, first-call compilation) is checked by every gate but left out of the share, and the
+  // cost of a call itself (the messages and copies a null call also pays) is left out of its
+  // window. Neither touches a withholding gate.
+  bool warm_up = false;
+  double call_cost_ms = 0;
 };
 
 // What is allowed of the candidate's GPU work (--max-torch-share and friends).
@@ -88,15 +95,18 @@ struct KernelAnalysis {
 struct SessionCall {
   HostWindow window;
   bool candidate = true;
+  bool warm_up = false;  // before the timed rounds (the candidate cannot tell the two apart)
 };
 
 // The evidence of a profile in the evaluation session: every call of the candidate's model is a
 // round of one call whose window is the owner's (so the marks are trusted, never the runner's),
 // every call of the runner a command, `watch` from the runner's "ready" to its end. Calls without
 // a window of positive length are left out, so their work counts as work between commands.
+// `call_cost_ms`: what a call of the runner costs without any candidate code (its null calls'
+// low quantile, as the timing removes it), left out of each round's window in the busy share.
 KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string trace_error, std::uint32_t runner_pid,
                                        const std::vector<SessionCall>& calls, HostWindow watch,
-                                       SummarySettings summary);
+                                       SummarySettings summary, double call_cost_ms = 0);
 
 // The gates, in this order (withholding unless marked note):
 //   trace_summary_missing   no trace, no summary line of the timing process (main_tid), or
