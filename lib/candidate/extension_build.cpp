@@ -154,7 +154,7 @@ Status Builder::prepare(const std::string& out_dir) {
   for (const auto& path : torch_.include_paths) includes_.insert(includes_.end(), {"-isystem", path});
   if (options_.cuda) includes_.insert(includes_.end(), {"-isystem", "/usr/local/cuda/include"});
   job_includes_ = {"-I" + workspace_, "-I" + workspace_ + "/kernels"};
-  cxx_flags_ = {"-O2", "-std=c++17", "-fPIC", "-w"};
+  cxx_flags_ = {"-O" + std::to_string(options_.host_optimization), "-std=c++17", "-fPIC", "-w"};
   cxx_flags_.insert(cxx_flags_.end(), defines.begin(), defines.end());
   std::string arch = options_.cuda_arch.empty() ? torch_.gpu_arch : options_.cuda_arch;
   if (arch.empty()) arch = "90";

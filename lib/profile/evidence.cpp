@@ -237,7 +237,8 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);
   json.field("forward_sync", s.forward_sync).field("cpu_groups", s.cpu_groups);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
-  json.field("python_policy", s.python_policy).field("build_cached", build_cached).end_object();
+  json.field("python_policy", s.python_policy).field("build_cached", build_cached);
+  json.field("host_optimization", s.build.host_optimization).end_object();
   json.key("versions").begin_object().field("cudaagent", build_version()).field("commit", build_commit());
   if (torch != nullptr) {
     json.field("torch", torch->torch_version).field("torch_cuda", torch->torch_cuda);

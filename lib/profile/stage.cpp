@@ -58,6 +58,8 @@ std::string profile_key(const Profiler& profiler, const ProfileRequest& request)
   key.field("roofline_slack", s.flags.roofline_slack).field("audit_fraction", s.audit_fraction);
   key.field("call_timeout", s.call_timeout_seconds).field("bootstrap_resamples", s.bootstrap.resamples);
   key.field("candidate_user", s.candidate_user.has_value());
+  // The C++ is what a CPU profile times; 2, the default, keeps the keys stores already hold.
+  if (s.build.host_optimization != 2) key.field("host_opt", s.build.host_optimization);
   key.field("kernel_trace", s.device == "cuda" ? s.kernel_trace : "off").field("kernel_provenance", s.kernel_provenance);
   // Its script is outside the harness hash; "off" keeps a profile made without it from being
   // reused with it on.
@@ -238,6 +240,7 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
   add_build_limit_flags(app, s.build.limits);
+  add_build_host_opt_flag(app, s.build.host_optimization);
   app.add_option("--cache-dir", s.cache_dir, "Build objects, discovery cache and device locks "
                  "(default: $CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
   app.add_option("--timeout", s.call_timeout_seconds, "Seconds one call may take")

@@ -16,6 +16,7 @@
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
+#include "cudaagent/candidate/build_flags.h"
 #include "cudaagent/records/line_reader.h"
 #include "cudaagent/records/record.h"
 #include "cudaagent/records/record_sink.h"
@@ -223,6 +224,7 @@ void add_rollout_flags(CLI::App& app, RolloutOptions& o) {
                  "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")
       ->type_name("DIR");
   app.add_option("--arch", o.arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
+  add_build_host_opt_flag(app, o.evaluator.verify.build.host_optimization);
   app.add_option("--bwrap", o.sandbox.bwrap, "The bubblewrap program")->capture_default_str();
   app.add_flag("--allow-unsandboxed", o.sandbox.allow_unsandboxed,
                "Run untrusted code even when the OS "
@@ -307,6 +309,7 @@ Result<std::unique_ptr<LocalEvaluator>> make_evaluator(RolloutOptions& o, const 
   ev.verify.python = ev.profile.python = o.python;
   ev.verify.cache_dir = ev.profile.cache_dir = o.cache_dir;
   ev.verify.build.cuda_arch = ev.profile.build.cuda_arch = o.arch;
+  ev.profile.build.host_optimization = ev.verify.build.host_optimization;
   if (auto status = make_sandbox_hook(o.sandbox, torch, o.device, session, ev.verify.sandbox, ev.verify.sandbox_summary);
       !status) {
     return status;

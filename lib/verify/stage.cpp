@@ -191,6 +191,7 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "imports torch; or $CUDAAGENT_PYTHON)")->type_name("PATH");
   app.add_option("--arch", s.build.cuda_arch, "CUDA architecture, e.g. 90 (default: the GPU's)");
   add_build_limit_flags(app, s.build.limits);
+  add_build_host_opt_flag(app, s.build.host_optimization);
   app.add_option("--cache-dir", s.cache_dir, "Build objects and discovery cache (default: "
                  "$CUDAAGENT_CACHE_DIR or ~/.cache/cudaagent)")->type_name("DIR");
   app.add_option("--timeout", s.call_timeout_seconds, "Wall-clock limit of one call of the "

@@ -148,7 +148,8 @@ std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, c
   for (const auto& [phase, seconds] : evidence.timings) out.field(phase, seconds);
   out.field("total", total_seconds).end_object();
   out.key("settings").begin_object().field("atol", settings.atol).field("rtol", settings.rtol);
-  out.field("checks", settings.checks).field("python_policy", settings.python_policy).end_object();
+  out.field("checks", settings.checks).field("python_policy", settings.python_policy);
+  out.field("host_optimization", settings.build.host_optimization).end_object();
   out.key("versions").begin_object().field("cudaagent", build_version());
   out.field("commit", build_commit()).field("torch", torch.torch_version);
   out.field("python", torch.python_version);
@@ -175,6 +176,8 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   key.field("torch", torch_.torch_version).field("arch", settings_.build.cuda_arch);
   key.field("atol", settings_.atol).field("rtol", settings_.rtol);
   key.field("checks", settings_.checks);
+  // Another -O level may import other symbols; 2, the default, keeps the keys stores already hold.
+  if (settings_.build.host_optimization != 2) key.field("host_opt", settings_.build.host_optimization);
   // Its rules are a script of their own, outside the evaluation session's harness hash.
   key.field("python_policy", policy_.key());
   key.end_object();

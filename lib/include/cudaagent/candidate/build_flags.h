@@ -1,4 +1,5 @@
-// The --build-* flags of the stages that build candidates (cudaagent-verify, cudaagent-profile):
+// The --build-* flags of the stages that build candidates (cudaagent-verify, cudaagent-profile,
+// cudaagent-rollout's evaluator):
 // one function, so both tools spell and document the compiler limits the same way. Inline, in the
 // header: the two stage files include CLI11 already, and a translation unit of its own would parse
 // CLI11 once more per build. Sizes are given in MiB and kept in bytes; a zero or negative limit is
@@ -53,6 +54,16 @@ inline void add_build_limit_flags(CLI::App& app, BuildLimits& limits) {
   app.add_option("--build-max-sources", limits.max_sources,
                  "Most translation units (kernels/*.cu, kernels/*.cpp) a candidate may have")
       ->type_name("N")->capture_default_str()->check(CLI::Range(1, 4096));
+}
+
+// Adds --build-host-opt LEVEL (0-3; default 2, or $CUDAAGENT_BUILD_HOST_OPT): the host
+// compiler's -O level for the candidate's C++.
+inline void add_build_host_opt_flag(CLI::App& app, int& level) {
+  app.add_option("--build-host-opt", level,
+                 "The host compiler's -O level for the candidate's C++ (nvcc keeps -O3); 1 "
+                 "builds faster where the C++ is not what is timed")
+      ->type_name("LEVEL")->envname("CUDAAGENT_BUILD_HOST_OPT")->capture_default_str()
+      ->check(CLI::Range(0, 3));
 }
 
 }  // namespace cudaagent
