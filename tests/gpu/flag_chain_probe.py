@@ -80,12 +80,16 @@ class StreamMemOps:
                     "cuStreamWriteValue32")
 
 
-def spin_receive(sock):
-    """One message, polled without blocking (yielding the core), as the session's calls wait."""
+def spin_receive(sock, timeout_s=None):
+    """One message, polled without blocking (yielding the core), as the session's calls wait; a
+    silent peer past timeout_s ends the probe (a hang is a finding, not a result to wait for)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         try:
             return json.loads(sock.recv(1 << 16, socket.MSG_DONTWAIT))
         except BlockingIOError:
+            if deadline is not None and time.monotonic() > deadline:
+                raise SystemExit(f"no answer within {timeout_s} s: the runner hangs")
             os.sched_yield()
 
 
@@ -189,7 +193,7 @@ def main():
     theirs.close()
     shared_buffers.send_fds(ours, [inputs.fd, outputs.fd, flags.fd],
                             json.dumps({"inputs": in_bytes, "outputs": out_bytes, "flags": 192}).encode())
-    if spin_receive(ours) != "ready":
+    if spin_receive(ours, 120) != "ready":
         raise SystemExit("the runner did not start")
     ops = StreamMemOps()
     side = torch.cuda.Stream()
@@ -215,7 +219,7 @@ def main():
             torch.cuda.synchronize()
             began = time.perf_counter()
             ours.send(json.dumps([way, name, 0]).encode())
-            spin_receive(ours)
+            spin_receive(ours, 2 * TIMEOUT_S)
             elapsed, copy, timed_out = (time.perf_counter() - began) * 1e6, out, False
         else:
             counter[0] += 1
@@ -238,7 +242,7 @@ def main():
                 ops.write(side, flag["ready"], n)
                 ops.write(side, flag["done"], n)
                 t1.synchronize()
-            spin_receive(ours)
+            spin_receive(ours, 2 * TIMEOUT_S)
             elapsed, copy = t0.elapsed_time(t1) * 1e3, private[name]
         reference = forward(torch, kind, staging[name])
         matched = bool(torch.allclose(copy, reference, rtol=1e-3, atol=1e-3))
