@@ -28,7 +28,7 @@ import json
 import sys
 import time
 
-from probe_common import spin_recv, summary
+from probe_common import copy_in, fresh_inputs, spin_recv, summary
 
 WORKLOADS = {"relu_4k": ("relu", 1 << 12), "relu_16m": ("relu", 1 << 24),
              "sgemm_2048": ("mm", 2048), "sgemm_4096": ("mm", 4096)}
@@ -104,13 +104,9 @@ def main():
 
     def one_call(way, name):
         args, _ = shared[name]
-        for s in staging[name]:
-            s.normal_()  # fresh inputs, drawn in private before the call
-        torch.cuda.synchronize()
+        fresh_inputs(torch, staging[name])
         if way == "host":
-            for a, s in zip(args, staging[name]):
-                a.copy_(s)
-            torch.cuda.synchronize()
+            copy_in(torch, args, staging[name])
             began = time.perf_counter()
             ours.send((way, name))
             spin_recv(ours)

@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "share", "harness"))
 import shared_buffers  # noqa: E402
 from event_chain_probe import WORKLOADS, forward  # noqa: E402
-from probe_common import summary  # noqa: E402
+from probe_common import copy_in, fresh_inputs, summary  # noqa: E402
 
 WAYS = ("host", "flag", "flag_late", "flag_sync", "early_done", "skip_go")
 CHEATS = ("early_done", "skip_go")
@@ -209,14 +209,10 @@ def main():
         """(µs, the private copy matched, timed out)"""
         kind = WORKLOADS[name][0]
         args, out = slots[name]
-        for s in staging[name]:
-            s.normal_()  # fresh inputs, drawn in private before the call
         out.fill_(float("nan"))
-        torch.cuda.synchronize()
+        fresh_inputs(torch, staging[name])
         if way == "host":
-            for a, s in zip(args, staging[name]):
-                a.copy_(s)
-            torch.cuda.synchronize()
+            copy_in(torch, args, staging[name])
             began = time.perf_counter()
             ours.send(json.dumps([way, name, 0]).encode())
             spin_receive(ours, 2 * TIMEOUT_S)

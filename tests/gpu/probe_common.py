@@ -13,6 +13,21 @@ def spin_recv(conn):
     return conn.recv()
 
 
+def fresh_inputs(torch, staging):
+    """New values in the owner's private input tensors, drawn before a call, and the device idle."""
+    for tensor in staging:
+        tensor.normal_()
+    torch.cuda.synchronize()
+
+
+def copy_in(torch, shared, staging):
+    """The private inputs copied into the shared slots, finished before the host goes on (the host
+    timer's way: the runner is told only afterwards)."""
+    for target, source in zip(shared, staging):
+        target.copy_(source)
+    torch.cuda.synchronize()
+
+
 def quantile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
