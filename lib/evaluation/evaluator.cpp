@@ -256,12 +256,19 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings
   if (settings.forward_sync != "each" && settings.forward_sync != "call") {
     return Status::error("unknown forward sync " + cudaagent::quoted(settings.forward_sync) + " (each or call)");
   }
+  if (settings.call_timer != "host" && settings.call_timer != "gpu") {
+    return Status::error("unknown call timer " + cudaagent::quoted(settings.call_timer) + " (host or gpu)");
+  }
+  if (settings.call_timer == "gpu" && settings.device != "cuda") {
+    return Status::error("the GPU call timer needs the cuda device (the CPU has no CUDA events)");
+  }
   auto state = std::make_unique<State>();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   state->harness = share_dir() + "/harness";
   std::string hashed;
   for (const char* name : {"session_owner.py", "session_runner.py", "session_layout.py", "compare.py",
-                           "shared_buffers.py", "operator_audit.py", "confine.py", "worker.py", "call_wait.py"}) {
+                           "shared_buffers.py", "operator_audit.py", "confine.py", "worker.py", "call_wait.py",
+                           "stream_flags.py"}) {
     std::string bytes;
     if (!read_whole_file(state->harness + "/" + name, bytes)) {
       return Status::error("cannot read the harness script '" + state->harness + "/" + name + "'");
@@ -368,7 +375,8 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
                                          std::to_string(spin_ms.value())};
   if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
   owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call),
-                                       "--forward-sync", st.settings.forward_sync});
+                                       "--forward-sync", st.settings.forward_sync, "--call-timer",
+                                       st.settings.call_timer});
   HarnessJob owner_job = st.job("session_owner.py", owner_args);
   owner_job.cpus = st.placement.owner;
   auto session = st.owner_worker->open_session(owner_job);

@@ -1,6 +1,8 @@
 // Builders and readers of the session owner's protocol (session_messages.h).
 #include "cudaagent/evaluation/session_messages.h"
 
+#include <cmath>
+
 #include <simdjson.h>
 
 #include "cudaagent/base/json_writer.h"
@@ -131,6 +133,7 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     std::int64_t seed = 0;
     if (!item["seed"].get(seed)) call.seed = static_cast<std::uint64_t>(seed);
     call.host_ms = number_or(item["host_ms"], 0);
+    if (double gpu_ms = 0; !item["gpu_ms"].get(gpu_ms) && std::isfinite(gpu_ms) && gpu_ms >= 0) call.gpu_ms = gpu_ms;
     bool audited = false;
     if (!item["audited"].get(audited)) call.audited = audited;
     std::uint64_t start_ns = 0, end_ns = 0;

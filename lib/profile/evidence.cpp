@@ -96,7 +96,7 @@ Status ProfileEvidence::analyze_trace(const std::string& path, const std::string
   SummarySettings summary;
   summary.classify.candidate_paths = {work_dir};
   kernel_evidence = session_kernel_evidence(trace ? &*trace : nullptr, error, runner_pid, runner_calls,
-                                            {watch_start_ns, watch_end_ns}, summary, candidate_call_cost_low_ms);
+                                            {watch_start_ns, watch_end_ns}, summary, candidate_window_cost_low_ms);
   KernelPolicy policy = settings->kernel_policy;
   policy.require_provenance = settings->kernel_provenance;
   auto analysis = analyze_kernels(kernel_evidence, settings->flags, policy);
@@ -175,7 +175,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   // baseline's, an A-A comparison leans that way by the difference.
   json.key("candidate_arm").begin_object().key("round_medians_ms");
   write_list(json, candidate_call_cost_ms);
-  json.field("low_ms", candidate_call_cost_low_ms).end_object();
+  json.field("low_ms", candidate_call_cost_low_ms).field("window_low_ms", candidate_window_cost_low_ms).end_object();
   // Where a call's time goes, per model: the median over rounds of each round's median phase.
   // The candidate's rows rest partly on its own runner's account.
   if (!call_phases_ms.empty()) {
@@ -235,7 +235,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("warmup_ms", s.warmup_ms).field("warmup_calls", s.warmup_calls);
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);
-  json.field("forward_sync", s.forward_sync).field("cpu_groups", s.cpu_groups);
+  json.field("forward_sync", s.forward_sync).field("call_timer", s.call_timer).field("cpu_groups", s.cpu_groups);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached);
   json.field("host_optimization", s.build.host_optimization).end_object();

@@ -127,7 +127,7 @@ Status Measurement::warm_up_calls(const std::string& arm, const std::string& mod
       return Status::ok();
     }
     last_ms.clear();
-    for (const CallResult& call : done.value()->calls) last_ms.push_back(call.host_ms);
+    for (const CallResult& call : done.value()->calls) last_ms.push_back(call.sample_ms());
     timeout = s_.call_timeout_seconds;
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     if (elapsed >= s_.warmup_ms) return Status::ok();
@@ -182,10 +182,12 @@ Status Measurement::rounds(const std::vector<std::string>& models, int calls, bo
         return Status::error("the " + model + " baseline stopped during round " + std::to_string(round));
       }
       for (const CallResult& call : done.value()->calls) {
-        if (!call.audited) host[model].push_back(call.host_ms);  // an audited call: checked, not timed
+        if (call.audited) continue;  // checked, not timed
+        host[model].push_back(call.sample_ms());
+        if (model == kCandidateNull) evidence_.candidate_null_window_ms.push_back(call.host_ms);
       }
       for (const auto& [phase, ms] : done.value()->phases_ms) evidence_.call_phases_ms[model][phase].push_back(ms);
-      if (host[model].empty()) host[model].push_back(done.value()->calls.back().host_ms);
+      if (host[model].empty()) host[model].push_back(done.value()->calls.back().sample_ms());
     }
     evidence_.call_cost_ms.push_back(median_of(host["null"]));
     evidence_.candidate_call_cost_ms.push_back(median_of(host[kCandidateNull]));
@@ -252,6 +254,7 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
   const double cost = low_quantile(pooled(raw["null"]));
   evidence_.call_cost_removed_ms = cost;
   evidence_.candidate_call_cost_low_ms = low_quantile(pooled(raw[kCandidateNull]));
+  evidence_.candidate_window_cost_low_ms = low_quantile(evidence_.candidate_null_window_ms);
   const auto net = [&](const std::string& model) { return net_of(raw[model], cost); };
   evidence_.candidate = net("candidate");
   if (fresh) {

@@ -44,6 +44,11 @@ struct ProfileEvidence {
   // only: the cost removed from every arm is the baseline's, which no candidate code can touch.
   std::vector<double> candidate_call_cost_ms;
   double candidate_call_cost_low_ms = 0;
+  // The same null calls' host windows (the owner's host clock from the inputs' copy to the answer):
+  // what the kernel trace's busy share removes from each call's host window. The same samples as
+  // above under the host timer; under the GPU timer the windows also hold the messages.
+  std::vector<double> candidate_null_window_ms;
+  double candidate_window_cost_low_ms = 0;
   std::map<std::string, double> owner_ms;  // the owner's time around all calls, by phase
   // With call_diagnostics: per model of the rounds, per phase, each round's median (CallBatch).
   std::map<std::string, std::map<std::string, std::vector<double>>> call_phases_ms;

@@ -76,6 +76,8 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   // Diagnostics add two CUDA events to every call of every arm: other samples, another key.
   key.field("call_wait", s.call_wait).field("call_diagnostics", s.call_diagnostics);
   key.field("forwards_per_call", s.forwards_per_call).field("forward_sync", s.forward_sync);
+  // Another clock, other samples; only when not the default, so older keys still match.
+  if (s.call_timer != "host") key.field("call_timer", s.call_timer);
   // Placed processes take another share of the machine's cores: other samples, another key.
   key.field("cpu_groups", s.cpu_groups).end_object();
   return sha256_hex(material);
@@ -106,6 +108,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.call_diagnostics = settings.call_diagnostics;
   evaluation.forwards_per_call = settings.forwards_per_call;
   evaluation.forward_sync = settings.forward_sync;
+  evaluation.call_timer = settings.call_timer;
   evaluation.cpu_groups = settings.cpu_groups;
   evaluation.stop = settings.stop;
   if (settings.device == "cuda" && settings.kernel_trace == "on") {

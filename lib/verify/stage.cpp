@@ -182,6 +182,10 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "workspace's own, which the candidate could have edited)")->type_name("FILE");
   app.add_option("--device", s.device, "cuda, or cpu for CPU tasks with plain C++ kernels")
       ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
+  app.add_option("--call-timer", s.call_timer, "How the session times each call, checks included: host "
+                 "or gpu (as cudaagent-profile's; use the same for both, so that a check and a timed "
+                 "call look alike to the candidate)")
+      ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
   app.add_option("--checks", s.checks, "Fresh input sets to compare")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--atol", s.atol, "Absolute tolerance, scaled down for outputs smaller than 1 "

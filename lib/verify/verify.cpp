@@ -149,7 +149,7 @@ std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, c
   out.field("total", total_seconds).end_object();
   out.key("settings").begin_object().field("atol", settings.atol).field("rtol", settings.rtol);
   out.field("checks", settings.checks).field("python_policy", settings.python_policy);
-  out.field("host_optimization", settings.build.host_optimization).end_object();
+  out.field("host_optimization", settings.build.host_optimization).field("call_timer", settings.call_timer).end_object();
   out.key("versions").begin_object().field("cudaagent", build_version());
   out.field("commit", build_commit()).field("torch", torch.torch_version);
   out.field("python", torch.python_version);
@@ -176,6 +176,9 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   key.field("torch", torch_.torch_version).field("arch", settings_.build.cuda_arch);
   key.field("atol", settings_.atol).field("rtol", settings_.rtol);
   key.field("checks", settings_.checks);
+  // The GPU timer orders the calls another way (a candidate's unordered side stream reads poison):
+  // another key; only when set, so the keys stores already hold still match.
+  if (settings_.call_timer != "host") key.field("call_timer", settings_.call_timer);
   // Another -O level may import other symbols; 2, the default, keeps the keys stores already hold.
   if (settings_.build.host_optimization != 2) key.field("host_opt", settings_.build.host_optimization);
   // Its rules are a script of their own, outside the evaluation session's harness hash.
@@ -209,6 +212,7 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.load_timeout_seconds = settings.load_timeout_seconds;
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
+  evaluation.call_timer = settings.call_timer;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir(), settings.policy_path);
   if (!policy) return policy.status();

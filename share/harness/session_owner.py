@@ -10,7 +10,10 @@ flushes the L2 cache, fills the output buffer with values no right answer has, s
 copies the inputs into the shared buffer, tells the runner "call", waits for its reply, stops its
 clock, then compares the output buffer with the reference on the device. Both sides may spin on
 the call's two messages before they block (--spin-ms, call_wait.py): the wake-ups inside the clock
-are then microseconds, not tens of them. Every call is timed and
+are then microseconds, not tens of them. With --call-timer gpu no host is in the window at all: the
+clock is two CUDA events on the owner's stream, the inputs' copy queued between them, ordered
+against the runner's stream by flags the GPU itself writes and waits for (stream_flags.py), and
+the owner judges a private copy of the outputs it took before the window closed. Every call is timed and
 checked the same way, so a runner cannot tell a timed call from a checked one; inputs exist in memory
 the runner can see only inside the owner's clock; and what the owner checks is memory it reads
 itself, not a report.
@@ -30,7 +33,8 @@ Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3)
       "host_ms" is the call's time over N); the arm's first call and a random share F of the
       others run under the runner's operator audit. M "null" (the cost of a call: the runner returns
       ready-made outputs) gets inputs like any call but no reference and no check ("check": null).
-      -> {"ok", "calls": [{"seed", "host_ms", "check": {...}, "audited", "start_ns", "end_ns" (the
+      -> {"ok", "calls": [{"seed", "host_ms", "gpu_ms" (--call-timer gpu: the events' window over
+      N), "check": {...}, "audited", "start_ns", "end_ns" (the
       call's window, CLOCK_MONOTONIC), "runner": {...}}], "stopped": null | {"call": k, "why":
       "timeout" | "runner ended" | "runner error", "detail"}, "owner_ms": {...}, "phases_ms":
       {...} (--diagnostics: call_phases, medians over the timed calls, and sd_<phase> their
@@ -48,6 +52,7 @@ import os
 import random
 import math
 import secrets
+import select
 import socket
 import statistics
 import sys
@@ -58,7 +63,13 @@ sys.path.insert(0, HERE)
 import call_wait  # noqa: E402
 import compare  # noqa: E402
 import shared_buffers  # noqa: E402
+import stream_flags  # noqa: E402
 from session_layout import flatten, layout_of, slot_seed, structure_of, views  # noqa: E402
+
+
+# Under the GPU timer, how long after a runner's answer its stream may still take to say "done"
+# (an honest runner answers only after its device work, so this is slack, not a call's time).
+ANSWER_GRACE_S = 2.0
 
 
 def load_module(name, path):
@@ -118,6 +129,22 @@ class Arm:
         self.in_views = []   # per forward of a call, the views of its slot
         self.out_views = []
         self.calls = 0
+        # The GPU call timer (--call-timer gpu): the flags shared with the runner, the count of
+        # calls they have ordered, the owner's private copy of the output slots (what is judged),
+        # a side stream that can release the owner's own stream when a runner never answers, and
+        # the two events of the window.
+        self.flags = None
+        self.flag_buffer = None
+        self.flag_count = 0
+        self.private = None
+        self.private_views = []
+        self.side = None
+        self.events = None
+
+    def judged_views(self, slot):
+        """The output slot the owner judges: its private copy under the GPU timer (taken before
+        the window closed), else the shared slot itself."""
+        return self.private_views[slot] if self.private is not None else self.out_views[slot]
 
 
 class Owner:
@@ -256,13 +283,18 @@ class Owner:
                         for k in range(forwards)]
         arm.out_views = [views(self.torch, outputs, self.output_layout, k * self.output_bytes)
                          for k in range(forwards)]
+        shared = [inputs.fd, outputs.fd]
+        if self.args.call_timer == "gpu":
+            self.arm_gpu_timer(arm)
+            shared.append(arm.flag_buffer.fd)
         layout = {"device": self.device, "input_bytes": inputs.size, "output_bytes": outputs.size,
                   "inputs": self.input_layout, "outputs": self.output_layout,
                   "forwards": forwards, "input_stride": self.input_bytes,
                   "output_stride": self.output_bytes,
                   "output_structure": self.output_structure, "spin_ms": self.args.spin_ms,
-                  "diagnostics": self.args.diagnostics, "forward_sync": self.args.forward_sync}
-        shared_buffers.send_fds(conn, [inputs.fd, outputs.fd], json.dumps(layout).encode())
+                  "diagnostics": self.args.diagnostics, "forward_sync": self.args.forward_sync,
+                  "call_timer": self.args.call_timer, "flag_bytes": stream_flags.BYTES}
+        shared_buffers.send_fds(conn, shared, json.dumps(layout).encode())
         ready = json.loads(conn.recv(1 << 16) or b"{}")
         if not ready.get("ready"):
             conn.close()
@@ -284,7 +316,24 @@ class Owner:
         arm.conn.close()
         arm.inputs.close()
         arm.outputs.close()
+        for buffer in (arm.flag_buffer, arm.private):
+            if buffer is not None:
+                buffer.close()
         return {"ok": True, "runner": report}
+
+    def arm_gpu_timer(self, arm):
+        """What the GPU call timer needs per arm (stream_flags.py): the flags, zeroed before the
+        runner maps them, and a private copy of the output slots of the same layout."""
+        torch = self.torch
+        arm.flag_buffer = shared_buffers.Buffer.create(self.device, stream_flags.BYTES)
+        arm.flag_buffer.tensor(torch, torch.int32, [stream_flags.BYTES // 4]).zero_()
+        arm.flags = stream_flags.StreamFlags(arm.flag_buffer)
+        arm.private = shared_buffers.Buffer.create(self.device, arm.outputs.size)  # never shared
+        arm.private_views = [views(torch, arm.private, self.output_layout, k * self.output_bytes)
+                             for k in range(arm.forwards)]
+        arm.side = torch.cuda.Stream()
+        arm.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        torch.cuda.synchronize()
 
     def poison(self, view):
         """Fills an output slot with what no right answer holds: NaN, or random integers."""
@@ -345,29 +394,16 @@ class Owner:
                     torch.cuda.synchronize()
                 audited = audit_fraction > 0 and (arm.calls == 0 or self.chooser.random() < audit_fraction)
                 arm.calls += 1
-                message = json.dumps({"cmd": "call", "model": model, "slot_scalars": slot_scalars,
-                                      "audit": audited}).encode()
+                command_out = {"cmd": "call", "model": model, "slot_scalars": slot_scalars, "audit": audited}
                 owner_ms["prepare"] += (time.perf_counter() - mark) * 1e3
-                started = time.perf_counter_ns()
-                for slot_views, leaves in zip(arm.in_views, slot_leaves):
-                    for view, (_, leaf) in zip(slot_views, leaves):
-                        if view is not None:
-                            view.copy_(leaf)
-                if self.cuda:
-                    torch.cuda.synchronize()
-                sent = time.perf_counter_ns()
-                try:
-                    arm.conn.send(message)
-                    raw = call_wait.receive(arm.conn, 1 << 16, self.args.spin_ms / 1e3)
-                except socket.timeout:
-                    stopped = {"call": index, "why": "timeout", "detail": f"no answer within {timeout:g} s"}
+                exchange = self.exchange_gpu if arm.flags is not None else self.exchange_host
+                started, sent, ended, raw, gpu_ms, lost = exchange(arm, slot_leaves, command_out, timeout)
+                if lost:
+                    stopped = dict(lost, call=index)
                     break
-                except OSError as error:
-                    stopped = {"call": index, "why": "runner ended", "detail": str(error)[:200]}
-                    break
-                ended = time.perf_counter_ns()
                 # The time of one forward: the call's, over its forwards.
                 host_ms = (ended - started) / 1e6 / forwards
+                timing = {"host_ms": host_ms} if gpu_ms is None else {"host_ms": host_ms, "gpu_ms": gpu_ms / forwards}
                 if not raw:
                     stopped = {"call": index, "why": "runner ended", "detail": "the runner closed the session"}
                     break
@@ -380,7 +416,7 @@ class Owner:
                 if not isinstance(reply, dict) or not reply.get("ok"):
                     detail = str(reply.get("error", reply) if isinstance(reply, dict) else reply)[:2000]
                     stopped = {"call": index, "why": "runner error", "detail": detail}
-                    results.append({"seed": seed, "host_ms": host_ms, "check": None,
+                    results.append({"seed": seed, **timing, "check": None,
                                     "start_ns": started, "end_ns": ended,
                                     "runner": reply if isinstance(reply, dict) else None})
                     break
@@ -391,9 +427,14 @@ class Owner:
                     call = call_phases(started, sent, ended, reply.get("diagnostics"))
                     if call:
                         phases.append(call)
+                if arm.flags is not None:  # a runner that reads a slot before "go" reads poison
+                    for slot_views in arm.in_views:
+                        for view in slot_views:
+                            if view is not None:
+                                self.poison(view)
                 # start_ns and end_ns: the call's window on CLOCK_MONOTONIC (perf_counter_ns),
                 # the clock the candidate's kernel trace is stamped with.
-                results.append({"seed": seed, "host_ms": host_ms, "check": check,
+                results.append({"seed": seed, **timing, "check": check,
                                 "audited": audited, "start_ns": started, "end_ns": ended,
                                 "runner": {k: reply[k] for k in ("first_call_s",) if k in reply}})
         finally:
@@ -407,6 +448,109 @@ class Owner:
             answer["phases_ms"].update({"sd_" + name: round(statistics.pstdev(p[name] for p in phases), 4)
                                         for name in phases[0]})
         return answer
+
+    def copy_inputs(self, arm, slot_leaves):
+        for slot_views, leaves in zip(arm.in_views, slot_leaves):
+            for view, (_, leaf) in zip(slot_views, leaves):
+                if view is not None:
+                    view.copy_(leaf)
+
+    def exchange_host(self, arm, slot_leaves, command, timeout):
+        """One call timed on the owner's host clock: the inputs copied in (and finished), the
+        message, the answer. -> (started_ns, sent_ns, ended_ns, raw answer, None, lost)"""
+        started = time.perf_counter_ns()
+        self.copy_inputs(arm, slot_leaves)
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        sent = time.perf_counter_ns()
+        try:
+            arm.conn.send(json.dumps(command).encode())
+            raw = call_wait.receive(arm.conn, 1 << 16, self.args.spin_ms / 1e3)
+        except socket.timeout:
+            return started, sent, 0, None, None, {"why": "timeout", "detail": f"no answer within {timeout:g} s"}
+        except OSError as error:
+            return started, sent, 0, None, None, {"why": "runner ended", "detail": str(error)[:200]}
+        return started, sent, time.perf_counter_ns(), raw, None, None
+
+    def exchange_gpu(self, arm, slot_leaves, command, timeout):
+        """One call timed on the owner's CUDA events, ordered against the runner's stream by the
+        flags (stream_flags.py); the whole chain is queued before the message, so no host is in
+        the window. -> (started_ns, sent_ns, ended_ns, raw answer, window ms, lost)"""
+        torch = self.torch
+        stream = torch.cuda.current_stream()
+        flags, (t0, t1) = arm.flags, arm.events
+        arm.flag_count += 1
+        n = arm.flag_count
+        started = time.perf_counter_ns()
+        flags.wait(stream, "ready", n)
+        t0.record(stream)
+        self.copy_inputs(arm, slot_leaves)
+        flags.write(stream, "go", n)
+        flags.wait(stream, "done", n)
+        size = arm.outputs.size
+        arm.private.tensor(torch, torch.uint8, [size]).copy_(arm.outputs.tensor(torch, torch.uint8, [size]))
+        t1.record(stream)
+        sent = time.perf_counter_ns()
+        try:
+            arm.conn.send(json.dumps(dict(command, flag=n)).encode())
+        except OSError as error:
+            self.release(arm, n)
+            return started, sent, 0, None, None, {"why": "runner ended", "detail": str(error)[:200]}
+        lost = self.wait_window(arm, t1, timeout)
+        if lost:
+            self.release(arm, n)
+            if lost.get("answer") is not None:  # an error the runner reported: the caller's to judge
+                return started, sent, time.perf_counter_ns(), lost["answer"], None, None
+            return started, sent, 0, None, None, lost
+        try:
+            raw = call_wait.receive(arm.conn, 1 << 16, self.args.spin_ms / 1e3)
+        except socket.timeout:
+            return started, sent, 0, None, None, {"why": "timeout", "detail": f"no answer within {timeout:g} s"}
+        except OSError as error:
+            return started, sent, 0, None, None, {"why": "runner ended", "detail": str(error)[:200]}
+        return started, sent, time.perf_counter_ns(), raw, t0.elapsed_time(t1), None
+
+    def wait_window(self, arm, t1, timeout):
+        """Waits until the window's end event has run. None, or why it never will: the runner's
+        stream never said done within the call's timeout, or the runner answered (or ended) and its
+        stream still had not said done ANSWER_GRACE_S later. A runner's error answer comes back as
+        {"answer": raw}, for the caller to read as any answer."""
+        spin_until = time.perf_counter() + self.args.spin_ms / 1e3
+        deadline = time.monotonic() + timeout
+        answered = None
+        while not t1.query():
+            now = time.monotonic()
+            if answered is None and select.select([arm.conn], [], [], 0)[0]:
+                answered = now
+            if answered is not None and now - answered > ANSWER_GRACE_S:
+                try:
+                    raw = arm.conn.recv(1 << 16)
+                except OSError:
+                    raw = b""
+                if not raw:
+                    return {"why": "runner ended", "detail": "the runner closed the session"}
+                try:
+                    said_ok = json.loads(raw).get("ok")
+                except (ValueError, AttributeError):
+                    said_ok = None
+                if said_ok is False:
+                    return {"answer": raw}
+                return {"why": "timeout", "detail": f"the runner answered, but its stream never said done "
+                                                    f"within {ANSWER_GRACE_S:g} s"}
+            if now > deadline:
+                return {"why": "timeout", "detail": f"the runner's stream did not say done within {timeout:g} s"}
+            if time.perf_counter() < spin_until:
+                os.sched_yield()
+            else:
+                time.sleep(2e-4)  # a long call: the host's wake-up is outside the GPU's window
+        return None
+
+    def release(self, arm, n):
+        """Frees the owner's stream from a runner that never said ready or done: the flags written
+        from the owner's side stream, then the window's end waited for."""
+        arm.flags.write(arm.side, "ready", n)
+        arm.flags.write(arm.side, "done", n)
+        arm.events[1].synchronize()
 
     def judge_call(self, arm, expected, slot_leaves, reply):
         """Every forward of a call judged by the same rules: the first that fails is the call's
@@ -432,7 +576,7 @@ class Owner:
         scalar_values = reply.get("scalars", [])
         scalar_index = 0
         structure_ok = reply.get("structure") == self.output_structure
-        for spec, view, (path, leaf) in zip(self.output_layout, arm.out_views[slot], expected):
+        for spec, view, (path, leaf) in zip(self.output_layout, arm.judged_views(slot), expected):
             if view is not None:
                 want_tensors.append((path, leaf))
                 got_tensors.append((path, view))
@@ -488,10 +632,16 @@ def main():
     parser.add_argument("--forward-sync", choices=("each", "call"), default="each",
                         help="when a runner waits for the device in a call: after each forward and "
                              "its copy (each), or once after the last (call)")
+    parser.add_argument("--call-timer", choices=("host", "gpu"), default="host",
+                        help="what times a call: the owner's host clock around the inputs' copy, the "
+                             "message and the answer (host), or two CUDA events on the owner's stream "
+                             "ordered against the runner's by flags the GPU writes (gpu, stream_flags.py)")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     if not 1 <= args.forwards <= 64:
         parser.error("--forwards must be 1 to 64")
+    if args.call_timer == "gpu" and not args.device.startswith("cuda"):
+        parser.error("--call-timer gpu needs a CUDA device")
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)
 
     def reply(message):

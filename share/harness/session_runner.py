@@ -17,6 +17,11 @@ the two buffers the owner sends (inputs read-only), says "ready", and serves cal
             forwards' inputs are in their slots of the input buffer (the layout's "forwards",
             one or more, each "input_stride" bytes); B: run them under the operator audit (the
             owner chooses which calls)
+  With the layout's "call_timer" "gpu" the call also carries "flag": n, and the runner orders its
+  stream against the owner's through a third buffer (stream_flags.py): it queues a wait for "go"
+  before anything else on its current stream, says "ready" from a side stream, and "done" behind
+  the last copy. A forward's own streams must be ordered after the current stream (PyTorch's rule
+  for tensors made on it): the inputs are in the slots only once "go" has passed there.
   runner -> {"ok": true, "slots": [{"structure": ..., "scalars": [...]}, ...]}   each forward's
             outputs are in its slot of the output buffer. With the layout's "forward_sync" "each"
             the device is synchronized after each forward and again after its copy (a forward may
@@ -41,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import call_wait  # noqa: E402
 import shared_buffers  # noqa: E402
+import stream_flags  # noqa: E402
 from session_layout import flatten, structure_of, views  # noqa: E402
 
 
@@ -161,7 +167,7 @@ def main():
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     conn.connect(args.socket)
     conn.send(json.dumps({"token": token}).encode())
-    raw, fds = shared_buffers.recv_fds(conn, 2)
+    raw, fds = shared_buffers.recv_fds(conn, 3)
     layout = json.loads(raw)
     inputs = shared_buffers.Buffer.open(args.device, layout["input_bytes"], fds[0], readonly=True)
     outputs = shared_buffers.Buffer.open(args.device, layout["output_bytes"], fds[1], readonly=False)
@@ -172,6 +178,12 @@ def main():
     slot_out = [views(torch, outputs, layout["outputs"], k * int(layout.get("output_stride", 0)))
                 for k in range(forwards)]
     out_specs = layout["outputs"]
+    # The GPU call timer (stream_flags.py): the owner's flags, and a side stream for "ready".
+    flags = side = None
+    if layout.get("call_timer") == "gpu" and cuda:
+        flag_buffer = shared_buffers.Buffer.open(args.device, int(layout["flag_bytes"]), fds[2], readonly=False)
+        flags = stream_flags.StreamFlags(flag_buffer)
+        side = torch.cuda.Stream()
     # "null": outputs of the right shapes, made once; a call copies them like any other. Both roles
     # serve it, so the cost of a call is measured in each arm's own process (no candidate code runs
     # in a null call: the owner alone names the model).
@@ -207,7 +219,14 @@ def main():
             break
         calls += 1
         slot_scalars = command.get("slot_scalars") or []
+        flag = int(command.get("flag", 0)) if flags is not None else 0
         try:
+            if flags is not None:
+                # Everything this call queues on the current stream runs after the owner's "go"
+                # (its inputs are in the slots only then); "ready" at once, from a side stream, so
+                # that a forward that waits for the device cannot wait for the owner forever.
+                flags.wait(torch.cuda.current_stream(), "go", flag)
+                flags.write(side, "ready", flag)
             name = command.get("model", "candidate")
             audited = audit is not None and bool(command.get("audit"))
             answer = {"ok": True, "slots": []}
@@ -244,6 +263,8 @@ def main():
                 answer["slots"].append(copy_out(torch, result_leaves, result_structure, out_specs, slot_out[slot]))
                 if cuda and sync_each and slot + 1 < forwards:
                     torch.cuda.synchronize()  # copied out before the next forward can touch it
+            if flags is not None:
+                flags.write(torch.cuda.current_stream(), "done", flag)  # behind the last copy
             if first_forward is not None:
                 mark = first_forward
             if calls == 1:  # where a first call's time goes (lazy loading of kernels), for people
@@ -260,6 +281,13 @@ def main():
                                          "forward_gpu_ms": forward_gpu_ms}
         except Exception as error:
             answer = {"ok": False, "error": "".join(traceback.format_exception_only(type(error), error))[-2000:]}
+            if flags is not None:  # the owner's stream waits for both; its judgement reads the error
+                try:
+                    flags.write(side, "ready", flag)
+                    flags.write(side, "done", flag)
+                    torch.cuda.synchronize()
+                except Exception:  # a lost context: the owner's own release and timeout take over
+                    pass
         conn.send(json.dumps(answer, default=str).encode())
     tell({"ended": True, "calls": calls, "forbidden_ops": audit.forbidden if audit else {}})
     return 0

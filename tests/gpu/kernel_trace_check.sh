@@ -38,11 +38,11 @@ check() {
   shift
   if "$@"; then note "- PASS: $what"; else note "- FAIL: $what"; failures=$((failures + 1)); fi
 }
-# TRACE, where set, is profile's --kernel-trace; unset, the cases run on profile's default (on), so
+# CALL_TIMER, where set, is profile's --call-timer (every case's). TRACE, where set, is profile's --kernel-trace; unset, the cases run on profile's default (on), so
 # the honest case checks that default too.
 profile() {
   "$bin/cudaagent-profile" --quiet --device cuda --task "$base/model.py" --compile-mode none --rounds 4 \
-    ${TRACE:+--kernel-trace "$TRACE"} "$@" 2>>"$log"
+    ${TRACE:+--kernel-trace "$TRACE"} ${CALL_TIMER:+--call-timer "$CALL_TIMER"} "$@" 2>>"$log"
 }
 # The review flags that say nothing against an honest candidate: gpu_mostly_idle on the example's
 # tiny kernel (launch-bound: the GPU is idle for most of each call).

@@ -28,6 +28,10 @@
 #   tests/gpu/lease_h200.sh trace BIN OUT    kernel_trace_check.sh (the candidate's kernel trace in
 #       profile's session: attack cases and the honest example; BIN/../lib/libcudaagent_cupti.so),
 #       then session_h200.sh's A-A with --kernel-trace off and on (AA_TASKS, AA_REPEATS: 2)
+#   tests/gpu/lease_h200.sh timer BIN OUT    the GPU call timer: session_h200.sh's GPU cases through
+#       verify and profile with --call-timer gpu (controls PASS, no attack does), its A-A with the
+#       host and the GPU clock back to back (AA_TASKS, AA_REPEATS: 2), kernel_trace_check.sh with
+#       --call-timer gpu; TIMER_STEPS (default "cases aa trace") runs some of them only
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -177,6 +181,19 @@ timing | aa)
     LOOP_FORWARDS="${LOOP_FORWARDS:-1}" bash "$root/tests/gpu/session_h200.sh" \
     "$bin" "$logs/session" "$root/.anchor/cuda-agent-workspace" "$(($(left) - 20))"
   finish context-switch.md forward-sync.md forward-overlap/results.md owner-off-sm.md session/results.md
+  ;;
+timer)
+  # The GPU call timer (--call-timer gpu, share/harness/stream_flags.py) against the host clock.
+  with_binaries
+  timer_steps=" ${TIMER_STEPS:-cases aa trace} "
+  [[ $timer_steps == *" cases "* ]] && step timer-cases 300 env SECTIONS=cases VERIFY_ARGS="--call-timer gpu" \
+    PROFILE_ARGS="--call-timer gpu" bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-cases" "" 280
+  [[ $timer_steps == *" trace "* ]] && step timer-trace 300 env CALL_TIMER=gpu \
+    bash "$root/tests/gpu/kernel_trace_check.sh" "$bin" "$logs/timer-trace"
+  [[ $timer_steps == *" aa "* ]] && step timer-aa "$(($(left) - 10))" env SECTIONS=aa CALL_WAITS=spin CALL_TIMERS="host gpu" \
+    AA_TASKS="${AA_TASKS:-relu_16m sgemm_2048 sgemm_4096}" AA_REPEATS="${AA_REPEATS:-2}" \
+    bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-aa" "" "$(($(left) - 30))"
+  finish timer-cases/results.md timer-aa/results.md timer-trace/summary.md
   ;;
 trace)
   # The kernel trace of profile's session: its attack cases and honest example, then A-A repeats

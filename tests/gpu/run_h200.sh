@@ -11,7 +11,8 @@
 # (tests/gpu/device_env.sh). Environment knobs, to fit a run into the device time at hand:
 #   KEEP_CACHE (0: start from an empty build cache), GPU_CASES (a glob of tests/gpu/cases/; *),
 #   EDIT_ITERATIONS (6), SETS ("catalog gpu-cases gemm-controls conv-controls softmax-tolerance"), CASE_TIMEOUT (20 s),
-#   CASE_SHARDS (1: the verifier processes a set is split over, run side by side).
+#   CASE_SHARDS (1: the verifier processes a set is split over, run side by side), VERIFY_ARGS (more
+#   cudaagent-verify arguments for every set, split at spaces: "--call-timer gpu").
 set -uo pipefail
 shopt -s extglob  # GPU_CASES may be a pattern list such as @(g05-*|g-*)
 bin=$1 out=$2 anchor=${3:-}
@@ -89,7 +90,7 @@ overlay_set() {  # label base task cases_root skip_cpp_cases [verify flag]
   local shards=${CASE_SHARDS:-1} shard
   for ((shard = 0; shard < shards; shard++)); do
     "$bin/cudaagent-verify" --quiet --device cuda --task "$task" --timeout "${CASE_TIMEOUT:-20}" \
-      --shard "$shard/$shards" $flag "${dirs[@]}" 2>>"$log" | cat >"$out/$label.shard$shard.jsonl" &
+      --shard "$shard/$shards" $flag ${VERIFY_ARGS:-} "${dirs[@]}" 2>>"$log" | cat >"$out/$label.shard$shard.jsonl" &
   done
   wait
   cat "$out/$label".shard*.jsonl >"$out/$label.jsonl" && rm -f "$out/$label".shard*.jsonl

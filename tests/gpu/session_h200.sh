@@ -15,13 +15,16 @@
 # tests/gpu/cases/), PROFILE_ARGS (more cudaagent-profile arguments for the loop and the A-A, split
 # at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds), AA_TASKS
 # ("relu_16m sgemm_2048 sgemm_4096"), CPU_GROUPS ("off": the A-A's placements, "off on" runs each
-# repeat without and with profile's --cpu-groups).
+# repeat without and with profile's --cpu-groups), CALL_TIMERS ("host": the A-A's --call-timer
+# values, "host gpu" runs each repeat with both clocks), VERIFY_ARGS (more cudaagent-verify
+# arguments for the cases; PROFILE_ARGS reach the cases' profile too).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 deadline=$((SECONDS + budget))
 left() { echo $((deadline - SECONDS)); }
 read -ra profile_args <<<"${PROFILE_ARGS:-}"
+read -ra verify_args <<<"${VERIFY_ARGS:-}"
 mkdir -p "$out"
 export CUDAAGENT_CACHE_DIR=${CUDAAGENT_CACHE_DIR:-/tmp/cudaagent-gpu-cache}
 table=$out/results.md
@@ -163,8 +166,8 @@ if [[ $sections == *cases* ]]; then
       while read -r file; do mkdir -p "$ws/$(dirname "$file")"; cp "$case_dir/$file" "$ws/$file"; done
     [[ -f $case_dir/remove ]] && while read -r file; do rm -f "$ws/$file"; done <"$case_dir/remove"
     t=$(now)
-    record=$("$bin/cudaagent-verify" --quiet --device cuda --task "$base/model.py" --timeout 20 "$ws" 2>>"$log" |
-      "$bin/cudaagent-profile" --quiet --device cuda --rounds 4 --timeout 20 2>>"$log")
+    record=$("$bin/cudaagent-verify" --quiet --device cuda --task "$base/model.py" --timeout 20 "${verify_args[@]}" "$ws" 2>>"$log" |
+      "$bin/cudaagent-profile" --quiet --device cuda --rounds 4 --timeout 20 "${profile_args[@]}" 2>>"$log")
     echo "$record" >>"$out/cases.jsonl"
     got=$(jq -r 'if .verify.verdict == "PASS" then (.profile.verdict // "PASS") else .verify.verdict end' <<<"$record")
     row cases "$name" "$expected" "$got" "$(elapsed "$t")" "$(jq -r '.profile.reason // .verify.reason' <<<"$record")"
@@ -185,24 +188,27 @@ if [[ $sections == *aa* ]]; then
         for forwards in ${FORWARDS:-1}; do
           for sync in ${FORWARD_SYNCS:-each}; do
             for groups in ${CPU_GROUPS:-off}; do
-              (($(left) > 30)) || break 6
-              variant=$wait
-              ((forwards == 1)) || variant+=-x$forwards
-              [[ $sync == each ]] || variant+=-sync-$sync
-              group_args=()
-              [[ $groups == on ]] && { variant+=-groups; group_args=(--cpu-groups); }
-              ws=$scratch/aa-$task-$r-$variant
-              mkdir -p "$ws/kernels"
-              cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
-              printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
-              t=$(now)
-              "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
-                --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
-                --call-diagnostics "${group_args[@]}" "${profile_args[@]}" "$ws" \
-                >"$out/aa-$task-$r-$variant.json" 2>>"$log"
-              row aa "$task #$r $variant" no_significant_difference \
-                "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
-                "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run, at: .profile.placement}' "$out/aa-$task-$r-$variant.json")"
+              for timer in ${CALL_TIMERS:-host}; do
+                (($(left) > 30)) || break 7
+                variant=$wait
+                [[ $timer == host ]] || variant+=-timer-$timer
+                ((forwards == 1)) || variant+=-x$forwards
+                [[ $sync == each ]] || variant+=-sync-$sync
+                group_args=()
+                [[ $groups == on ]] && { variant+=-groups; group_args=(--cpu-groups); }
+                ws=$scratch/aa-$task-$r-$variant
+                mkdir -p "$ws/kernels"
+                cp "$root/bench/tasks/aa/$task.py" "$ws/model.py"
+                printf 'from model import Model\n\n\nclass ModelNew(Model):\n    pass\n' >"$ws/model_new.py"
+                t=$(now)
+                "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
+                  --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
+                  --call-timer "$timer" --call-diagnostics "${group_args[@]}" "${profile_args[@]}" "$ws" \
+                  >"$out/aa-$task-$r-$variant.json" 2>>"$log"
+                row aa "$task #$r $variant" no_significant_difference \
+                  "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \
+                  "$(jq -c '{s: .profile.speedup.eager.median, ci: .profile.speedup.eager.ci95, cv_e: .profile.times_ms.eager.cv, cv_c: .profile.times_ms.candidate.cv, e_ms: .profile.times_ms.eager.median, cost: .profile.call_cost.removed_ms, cand_cost: .profile.call_cost.candidate_arm.low_ms, rounds: .profile.rounds.run, at: .profile.placement}' "$out/aa-$task-$r-$variant.json")"
+              done
             done
           done
         done

@@ -130,3 +130,30 @@ TEST_CASE("an evaluator refuses a forward sync other than each or call, before i
   REQUIRE_FALSE(evaluator);
   CHECK(evaluator.status().message().find("forward sync") != std::string::npos);
 }
+
+TEST_CASE("an evaluator refuses an unknown call timer, and the GPU timer on the CPU") {
+  cudaagent::EvaluationSettings settings;
+  settings.call_timer = "wall";
+  auto unknown = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.status().message().find("call timer") != std::string::npos);
+  settings.call_timer = "gpu";
+  settings.device = "cpu";
+  auto on_cpu = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
+  REQUIRE_FALSE(on_cpu);
+  CHECK(on_cpu.status().message().find("cuda device") != std::string::npos);
+}
+
+TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
+  auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
+    {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},
+    {"seed":2,"host_ms":0.8,"check":null},
+    {"seed":3,"host_ms":0.7,"gpu_ms":-1,"check":null}],"stopped":null})");
+  REQUIRE(batch);
+  REQUIRE(batch.value().calls.size() == 3);
+  CHECK(batch.value().calls[0].sample_ms() == doctest::Approx(0.31));
+  CHECK(batch.value().calls[0].host_ms == doctest::Approx(0.9));
+  CHECK(batch.value().calls[1].sample_ms() == doctest::Approx(0.8));
+  CHECK_FALSE(batch.value().calls[2].gpu_ms);  // not a time: the host clock stands
+  CHECK(batch.value().calls[2].sample_ms() == doctest::Approx(0.7));
+}

@@ -74,6 +74,13 @@ struct EvaluationSettings {
   // stays the default: with "call" nothing orders two forwards on the candidate's own streams, so
   // a candidate could run a call's forwards side by side (tests/gpu/forward_overlap_check.sh).
   std::string forward_sync = "each";
+  // What times a call (share/harness/stream_flags.py): "host", the owner's host clock from the
+  // inputs' copy to the answer (two messages and both processes' wake-ups inside the window), or
+  // "gpu", two CUDA events on the owner's stream around the inputs' copy and the runner's work,
+  // the streams ordered by flags the GPU writes and waits for, the outputs judged from the owner's
+  // private copy taken before the window closed (CUDA only). A forward's own streams must then be
+  // ordered after the current stream, or they read the poisoned input slots.
+  std::string call_timer = "host";
   // The owner and the two runners each on a group of whole cores of their own (cpu_groups.h), so
   // the scheduler never puts two of them on one core. Off: wherever the scheduler puts them.
   bool cpu_groups = false;
@@ -132,6 +139,9 @@ struct CallCheck {
 struct CallResult {
   std::uint64_t seed = 0;
   double host_ms = 0;               // the owner's clock, from the inputs' copy to the answer
+  std::optional<double> gpu_ms;     // call_timer "gpu": the owner's CUDA events' window
+  // The call's time per forward as the session's timer measured it.
+  double sample_ms() const { return gpu_ms ? *gpu_ms : host_ms; }
   std::optional<CallCheck> check;   // absent when the runner answered with an error
   std::string runner_json;          // what the runner said beside its answer (untrusted, for people)
   bool audited = false;             // ran under the operator audit: checked, but not a timing sample

@@ -44,6 +44,8 @@ struct VerifySettings {
   SandboxWrapper sandbox;
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
+  // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
+  std::string call_timer = "host";
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 
