@@ -33,7 +33,6 @@ whose private copy did not match the owner's own reference, and the calls that t
 Usage: python3 flag_chain_probe.py [CALLS]   (default 200)
 """
 
-import ctypes
 import json
 import os
 import socket
@@ -44,40 +43,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "share", "harness"))
 import shared_buffers  # noqa: E402
+from stream_flags import BYTES as FLAG_BYTES, StreamFlags  # noqa: E402
 from event_chain_probe import WORKLOADS, forward  # noqa: E402
 from probe_common import copy_in, fresh_inputs, summary  # noqa: E402
 
 WAYS = ("host", "flag", "flag_late", "flag_sync", "early_done", "skip_go")
 CHEATS = ("early_done", "skip_go")
-WAIT_GEQ = 0x0          # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
-WRITE_DEFAULT = 0x0     # CU_STREAM_WRITE_VALUE_DEFAULT: earlier writes are visible first
-FLAG_OFFSETS = {"ready": 0, "go": 64, "done": 128}  # a cache line each
 TIMEOUT_S = 5.0
-
-
-class StreamMemOps:
-    """cuStreamWaitValue32 and cuStreamWriteValue32 on torch's streams (CUDA 12 names them _v2)."""
-
-    def __init__(self):
-        lib = ctypes.CDLL("libcuda.so.1")
-        self.wait_fn = getattr(lib, "cuStreamWaitValue32_v2", None) or lib.cuStreamWaitValue32
-        self.write_fn = getattr(lib, "cuStreamWriteValue32_v2", None) or lib.cuStreamWriteValue32
-        for fn in (self.wait_fn, self.write_fn):
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
-            fn.restype = ctypes.c_int
-
-    @staticmethod
-    def _check(result, what):
-        if result != 0:
-            raise RuntimeError(f"{what} failed: CUresult {result}")
-
-    def wait(self, stream, address, value):
-        self._check(self.wait_fn(ctypes.c_void_p(stream.cuda_stream), address, value, WAIT_GEQ),
-                    "cuStreamWaitValue32")
-
-    def write(self, stream, address, value):
-        self._check(self.write_fn(ctypes.c_void_p(stream.cuda_stream), address, value, WRITE_DEFAULT),
-                    "cuStreamWriteValue32")
 
 
 def spin_receive(sock, timeout_s=None):
@@ -128,11 +100,9 @@ def runner(sock):
     sizes = json.loads(message)
     inputs = shared_buffers.Buffer.open("cuda", sizes["inputs"], fds[0], readonly=True)
     outputs = shared_buffers.Buffer.open("cuda", sizes["outputs"], fds[1], readonly=False)
-    flags = shared_buffers.Buffer.open("cuda", sizes["flags"], fds[2], readonly=False)
+    ops = StreamFlags(shared_buffers.Buffer.open("cuda", sizes["flags"], fds[2], readonly=False))
     offsets, _, _ = layout()
-    ops = StreamMemOps()
     side = torch.cuda.Stream()
-    flag = {key: flags.pointer() + offset for key, offset in FLAG_OFFSETS.items()}
     slots = {name: (views(torch, inputs, places["inputs"]), views(torch, outputs, [places["output"]])[0])
              for name, places in offsets.items()}
     torch.cuda.synchronize()
@@ -151,11 +121,11 @@ def runner(sock):
             continue
         stream = torch.cuda.current_stream()
         if way != "skip_go":
-            ops.wait(stream, flag["go"], n)
+            ops.wait(stream, "go", n)
         if way != "flag_late":
-            ops.write(side, flag["ready"], n)
+            ops.write(side, "ready", n)
         if way == "early_done":
-            ops.write(stream, flag["done"], n)
+            ops.write(stream, "done", n)
         if way == "flag_sync":
             mid = forward(torch, kind, args)
             torch.cuda.synchronize()  # an honest forward that waits for its own work
@@ -164,9 +134,9 @@ def runner(sock):
             result = forward(torch, kind, args)
         out.copy_(result)
         if way != "early_done":
-            ops.write(stream, flag["done"], n)
+            ops.write(stream, "done", n)
         if way == "flag_late":
-            ops.write(side, flag["ready"], n)
+            ops.write(side, "ready", n)
         sock.send(json.dumps(time.perf_counter()).encode())
         torch.cuda.synchronize()
 
@@ -184,20 +154,19 @@ def main():
     offsets, in_bytes, out_bytes = layout()
     inputs = shared_buffers.Buffer.create("cuda", in_bytes)
     outputs = shared_buffers.Buffer.create("cuda", out_bytes)
-    flags = shared_buffers.Buffer.create("cuda", 192)
-    flags.tensor(torch, torch.int32, [48]).zero_()
+    flags = shared_buffers.Buffer.create("cuda", FLAG_BYTES)
+    flags.tensor(torch, torch.int32, [FLAG_BYTES // 4]).zero_()
     torch.cuda.synchronize()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--runner", str(theirs.fileno())],
                              pass_fds=[theirs.fileno()])
     theirs.close()
     shared_buffers.send_fds(ours, [inputs.fd, outputs.fd, flags.fd],
-                            json.dumps({"inputs": in_bytes, "outputs": out_bytes, "flags": 192}).encode())
+                            json.dumps({"inputs": in_bytes, "outputs": out_bytes, "flags": FLAG_BYTES}).encode())
     if spin_receive(ours, 120) != "ready":
         raise SystemExit("the runner did not start")
-    ops = StreamMemOps()
+    ops = StreamFlags(flags)
     side = torch.cuda.Stream()
-    flag = {key: flags.pointer() + offset for key, offset in FLAG_OFFSETS.items()}
     slots = {name: (views(torch, inputs, places["inputs"]), views(torch, outputs, [places["output"]])[0])
              for name, places in offsets.items()}
     staging = {name: [torch.empty_like(a) for a in args] for name, (args, _) in slots.items()}
@@ -221,12 +190,12 @@ def main():
             counter[0] += 1
             n = counter[0]
             stream = torch.cuda.current_stream()
-            ops.wait(stream, flag["ready"], n)
+            ops.wait(stream, "ready", n)
             t0.record(stream)
             for a, s in zip(args, staging[name]):
                 a.copy_(s)
-            ops.write(stream, flag["go"], n)
-            ops.wait(stream, flag["done"], n)
+            ops.write(stream, "go", n)
+            ops.wait(stream, "done", n)
             private[name].copy_(out)
             t1.record(stream)
             ours.send(json.dumps([way, name, n]).encode())
@@ -235,8 +204,8 @@ def main():
                 os.sched_yield()
             timed_out = not t1.query()
             if timed_out:  # release our own stream: the runner never said ready or done
-                ops.write(side, flag["ready"], n)
-                ops.write(side, flag["done"], n)
+                ops.write(side, "ready", n)
+                ops.write(side, "done", n)
                 t1.synchronize()
             spin_receive(ours, 2 * TIMEOUT_S)
             elapsed, copy = t0.elapsed_time(t1) * 1e3, private[name]
