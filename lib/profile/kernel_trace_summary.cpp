@@ -66,6 +66,20 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
                      [&](std::string_view needle) { return text.find(needle) != std::string_view::npos; });
 }
 
+// A kernel's own qualified name: its demangled name up to its template arguments or parameters
+// ("(anonymous namespace)" is part of a name, not a parameter list).
+std::string_view own_name(std::string_view demangled) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (std::size_t i = 0; i < demangled.size(); ++i) {
+    if (demangled.substr(i).starts_with(kAnonymous)) {
+      i += kAnonymous.size() - 1;
+    } else if (demangled[i] == '<' || demangled[i] == '(') {
+      return demangled.substr(0, i);
+    }
+  }
+  return demangled;
+}
+
 double share_of(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -124,9 +138,13 @@ LauncherClass classify_kernel_name(std::string_view mangled, std::string_view de
                           "curand", "nccl", "cutensor", "splitkreduce"})) {
     return LauncherClass::cuda_library;
   }
-  // Demangled or, when the trace gave none, the Itanium encodings of the same namespaces.
-  if (contains_any(demangled, {"at::native::", "at::cuda::", "c10::", "at_cuda_detail"}) ||
-      contains_any(mangled, {"N2at6native", "N2at4cuda", "N3c10", "at_cuda_detail"})) {
+  // Demangled or, when the trace gave none, the Itanium encodings of the same namespaces. ATen's
+  // internals mark a kernel wherever they appear (torch's top-k takes at::cuda's TensorInfo, its
+  // softmax an at::native epilogue as a template argument), but c10 only in the kernel's own name:
+  // c10's types (ArrayRef, Half) are in the packed accessors extension kernels take.
+  if (contains_any(demangled, {"at::native::", "at::cuda::", "at_cuda_detail"}) ||
+      own_name(demangled).find("c10::") != std::string_view::npos ||
+      contains_any(mangled, {"N2at6native", "N2at4cuda", "at_cuda_detail"}) || mangled.starts_with("_ZN3c10")) {
     return LauncherClass::torch;
   }
   return LauncherClass::unknown;

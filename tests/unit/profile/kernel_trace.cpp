@@ -278,6 +278,26 @@ TEST_CASE("kernel trace: launcher classes") {
                              "void pytorch_flash::flash_fwd_kernel<void>()") == LauncherClass::torch);
   CHECK(classify_kernel_name("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "") == LauncherClass::torch);
   CHECK(classify_kernel_name("_Z9my_kernelPf", "my_kernel(float*)") == LauncherClass::unknown);
+  // An extension's kernel that takes packed accessors carries c10's types in its parameters: its
+  // own, not torch's (an honest control was flagged for falling back on torch before).
+  CHECK(classify_kernel_name(
+            "_ZN12_GLOBAL__N_122bias_relu_scale_kernelIfEEvN5torch9headeronly6detail"
+            "27GenericPackedTensorAccessorINS3_14TensorAccessorIN3c108ArrayRefIlEEfLm1EEEfLm2EiEEf",
+            "void (anonymous namespace)::bias_relu_scale_kernel<float>(torch::headeronly::detail::"
+            "GenericPackedTensorAccessor<torch::headeronly::detail::TensorAccessor<c10::ArrayRef<long>, "
+            "float, 1ul, torch::headeronly::RestrictPtrTraits, int>, at::detail::IndexBoundsCheck<2ul, int>, "
+            "float, 2ul, torch::headeronly::RestrictPtrTraits, int>, float const*, float)") ==
+        LauncherClass::unknown);
+  CHECK(classify_kernel_name("_ZN12_GLOBAL__N_16kernelEN3c108ArrayRefIlEE", "") == LauncherClass::unknown);
+  // c10's own kernels, and torch's kernels whose ATen marks are only in their arguments.
+  CHECK(classify_kernel_name("_ZN3c104cuda11fill_kernelEv", "void c10::cuda::fill_kernel()") == LauncherClass::torch);
+  CHECK(classify_kernel_name("_ZN3c104cuda11fill_kernelEv", "") == LauncherClass::torch);
+  CHECK(classify_kernel_name("_Z10gatherTopKIfjLi2ELb0EEvN2at4cuda6detail10TensorInfoIKfjEE",
+                             "void gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float "
+                             "const, unsigned int>)") == LauncherClass::torch);
+  CHECK(classify_kernel_name("_Z19cunn_SoftMaxForwardILi4EfffN2at6native12_GLOBAL__N_122SoftMaxForwardEpilogueEEvv",
+                             "void cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::"
+                             "SoftMaxForwardEpilogue>()") == LauncherClass::torch);
 }
 
 TEST_CASE("kernel trace: shares by class and launcher, and the top kernels") {

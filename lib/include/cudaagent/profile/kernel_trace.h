@@ -136,7 +136,8 @@ struct ClassifySettings {
 // The class of a launcher path (empty: unknown). Pure, thread-safe.
 LauncherClass classify_launcher(std::string_view path, const ClassifySettings& settings);
 // The fallback when no launcher was recorded: cuda_library for cuBLAS/cuDNN/CUTLASS/nvjet/xmma
-// names, torch for at::native/at::cuda/c10 names, triton for triton_ names, else unknown. Names
+// names, torch for names that hold at::native or at::cuda or are c10's own, triton for triton_
+// names, else unknown. Names
 // are the candidate's to choose, so this never yields `candidate` and is reported as a guess.
 LauncherClass classify_kernel_name(std::string_view mangled, std::string_view demangled);
 
