@@ -207,7 +207,7 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "forwards)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
   app.add_option("--call-timer", s.call_timer, "What times a call: host (the owner's clock around "
                  "the messages) or gpu (CUDA events on the owner's stream, ordered against the "
-                 "candidate's by flags the GPU writes; no host in the window)")
+                 "candidate's by flags the GPU writes; no messages in the window)")
       ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
   app.add_flag("--cpu-groups", s.cpu_groups, "Run the session's owner and its two runners each on "
                "a group of whole cores of its own (of the CPUs this process may use), so the "
