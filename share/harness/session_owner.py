@@ -10,13 +10,13 @@ flushes the L2 cache, fills the output buffer with values no right answer has, s
 copies the inputs into the shared buffer, tells the runner "call", waits for its reply, stops its
 clock, then compares the output buffer with the reference on the device. Both sides may spin on
 the call's two messages before they block (--spin-ms, call_wait.py): the wake-ups inside the clock
-are then microseconds, not tens of them. With --call-timer gpu neither message is in the window: the
-clock is two CUDA events on the owner's stream, the inputs' copy queued between them, ordered
-against the runner's stream by flags the GPU itself writes and waits for (stream_flags.py), and
-the owner judges a private copy of the outputs it took before the window closed. Every call is timed and
-checked the same way, so a runner cannot tell a timed call from a checked one; inputs exist in memory
-the runner can see only inside the owner's clock; and what the owner checks is memory it reads
-itself, not a report.
+are then microseconds, not tens of them. With --call-timer gpu neither message is in the window:
+the clock is two CUDA events on the owner's stream, the inputs' copy queued between them, ordered
+against the runner's stream by flags the GPU itself writes and waits for (stream_flags.py), and the
+owner judges a private copy of the outputs it took before the window closed. Every call is timed
+and checked the same way, so a runner cannot tell a timed call from a checked one; inputs exist in
+memory the runner can see only inside the owner's clock; and what the owner checks is memory it
+reads itself, not a report.
 
 Commands (one JSON object a line on stdin, from the C++ driver; replies on fd 3):
   {"cmd": "init", "seed": S, "socket_dir": D, "state_dir": W, "atol", "rtol", "device"}
