@@ -262,6 +262,12 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings
   if (settings.call_timer == "gpu" && settings.device != "cuda") {
     return Status::error("the GPU call timer needs the cuda device (the CPU has no CUDA events)");
   }
+  if (!(settings.call_lead_us >= 0 && settings.call_lead_us <= 10000)) {
+    return Status::error("the call lead must be 0 to 10000 microseconds");
+  }
+  if (settings.call_lead_us > 0 && settings.call_timer != "gpu") {
+    return Status::error("a call lead needs the GPU call timer (--call-timer gpu)");
+  }
   auto state = std::make_unique<State>();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   state->harness = share_dir() + "/harness";
@@ -376,7 +382,8 @@ Result<TaskInfo> Evaluator::open_task(const std::string& model_py) {
   if (st.settings.call_diagnostics) owner_args.push_back("--diagnostics");
   owner_args.insert(owner_args.end(), {"--forwards", std::to_string(st.settings.forwards_per_call),
                                        "--forward-sync", st.settings.forward_sync, "--call-timer",
-                                       st.settings.call_timer});
+                                       st.settings.call_timer, "--call-lead-us",
+                                       std::to_string(st.settings.call_lead_us)});
   HarnessJob owner_job = st.job("session_owner.py", owner_args);
   owner_job.cpus = st.placement.owner;
   auto session = st.owner_worker->open_session(owner_job);

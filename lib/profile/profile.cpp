@@ -78,6 +78,7 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   key.field("forwards_per_call", s.forwards_per_call).field("forward_sync", s.forward_sync);
   // Another clock, other samples; only when not the default, so older keys still match.
   if (s.call_timer != "host") key.field("call_timer", s.call_timer);
+  if (s.call_lead_us > 0) key.field("call_lead_us", s.call_lead_us);
   // Placed processes take another share of the machine's cores: other samples, another key.
   key.field("cpu_groups", s.cpu_groups).end_object();
   return sha256_hex(material);
@@ -109,6 +110,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   evaluation.forwards_per_call = settings.forwards_per_call;
   evaluation.forward_sync = settings.forward_sync;
   evaluation.call_timer = settings.call_timer;
+  evaluation.call_lead_us = settings.call_lead_us;
   evaluation.cpu_groups = settings.cpu_groups;
   evaluation.stop = settings.stop;
   if (settings.device == "cuda" && settings.kernel_trace == "on") {

@@ -209,6 +209,9 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "the messages) or gpu (CUDA events on the owner's stream, ordered against the "
                  "candidate's by flags the GPU writes; no messages in the window)")
       ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
+  app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: a pause on the owner's "
+                 "stream before each call's window opens, so the candidate's launches are queued "
+                 "by then (0: none)")->capture_default_str()->check(CLI::Range(0.0, 10000.0));
   app.add_flag("--cpu-groups", s.cpu_groups, "Run the session's owner and its two runners each on "
                "a group of whole cores of its own (of the CPUs this process may use), so the "
                "scheduler never puts two of them on one core");

@@ -186,6 +186,9 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "or gpu (as cudaagent-profile's; use the same for both, so that a check and a timed "
                  "call look alike to the candidate)")
       ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
+  app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: the pause before each "
+                 "call's window (as cudaagent-profile's; give both the same)")
+      ->capture_default_str()->check(CLI::Range(0.0, 10000.0));
   app.add_option("--checks", s.checks, "Fresh input sets to compare")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--atol", s.atol, "Absolute tolerance, scaled down for outputs smaller than 1 "

@@ -149,7 +149,8 @@ std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, c
   out.field("total", total_seconds).end_object();
   out.key("settings").begin_object().field("atol", settings.atol).field("rtol", settings.rtol);
   out.field("checks", settings.checks).field("python_policy", settings.python_policy);
-  out.field("host_optimization", settings.build.host_optimization).field("call_timer", settings.call_timer).end_object();
+  out.field("host_optimization", settings.build.host_optimization).field("call_timer", settings.call_timer);
+  out.field("call_lead_us", settings.call_lead_us).end_object();
   out.key("versions").begin_object().field("cudaagent", build_version());
   out.field("commit", build_commit()).field("torch", torch.torch_version);
   out.field("python", torch.python_version);
@@ -179,6 +180,7 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   // The GPU timer orders the calls another way (a candidate's unordered side stream reads poison):
   // another key; only when set, so the keys stores already hold still match.
   if (settings_.call_timer != "host") key.field("call_timer", settings_.call_timer);
+  if (settings_.call_lead_us > 0) key.field("call_lead_us", settings_.call_lead_us);
   // Another -O level may import other symbols; 2, the default, keeps the keys stores already hold.
   if (settings_.build.host_optimization != 2) key.field("host_opt", settings_.build.host_optimization);
   // Its rules are a script of their own, outside the evaluation session's harness hash.
@@ -213,6 +215,7 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
   evaluation.call_timer = settings.call_timer;
+  evaluation.call_lead_us = settings.call_lead_us;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir(), settings.policy_path);
   if (!policy) return policy.status();

@@ -140,6 +140,7 @@ class Arm:
         self.private_views = []
         self.side = None
         self.events = None
+        self.lead_cycles = 0  # --call-lead-us in the GPU's clock cycles (torch.cuda._sleep's unit)
 
     def judged_views(self, slot):
         """The output slot the owner judges: its private copy under the GPU timer (taken before
@@ -333,7 +334,23 @@ class Owner:
                              for k in range(arm.forwards)]
         arm.side = torch.cuda.Stream()
         arm.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        if self.args.call_lead_us > 0:
+            arm.lead_cycles = int(self.args.call_lead_us * self.sleep_cycles_per_us())
         torch.cuda.synchronize()
+
+    def sleep_cycles_per_us(self):
+        """How many of torch.cuda._sleep's clock cycles make a microsecond on this GPU now, from
+        one timed sleep (the SM clock moves a little with the load: the lead is approximate)."""
+        torch = self.torch
+        if getattr(self, "_cycles_per_us", None) is None:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)  # loaded before it is timed
+            start.record()
+            torch.cuda._sleep(2_000_000)
+            end.record()
+            end.synchronize()
+            self._cycles_per_us = 2_000_000 / max(start.elapsed_time(end) * 1e3, 1.0)
+        return self._cycles_per_us
 
     def poison(self, view):
         """Fills an output slot with what no right answer holds: NaN, or random integers."""
@@ -483,6 +500,10 @@ class Owner:
         n = arm.flag_count
         started = time.perf_counter_ns()
         flags.wait(stream, "ready", n)
+        if arm.lead_cycles:
+            # The runner has the call; a pause on the owner's stream, before the window opens,
+            # lets its launches of the forward be queued by the time "go" is written.
+            torch.cuda._sleep(arm.lead_cycles)
         t0.record(stream)
         self.copy_inputs(arm, slot_leaves)
         flags.write(stream, "go", n)
@@ -636,12 +657,18 @@ def main():
                         help="what times a call: the owner's host clock around the inputs' copy, the "
                              "message and the answer (host), or two CUDA events on the owner's stream "
                              "ordered against the runner's by flags the GPU writes (gpu, stream_flags.py)")
+    parser.add_argument("--call-lead-us", type=float, default=0.0,
+                        help="--call-timer gpu: how long the owner's stream pauses after the runner "
+                             "says ready and before the window opens, so that the runner's launches "
+                             "are queued before the inputs' copy ends (0: no pause)")
     parser.add_argument("--reply-fd", type=int, default=3)
     args = parser.parse_args()
     if not 1 <= args.forwards <= 64:
         parser.error("--forwards must be 1 to 64")
     if args.call_timer == "gpu" and not args.device.startswith("cuda"):
         parser.error("--call-timer gpu needs a CUDA device")
+    if not 0 <= args.call_lead_us <= 10000:
+        parser.error("--call-lead-us must be 0 to 10000")
     reply_file = os.fdopen(args.reply_fd, "w", buffering=1)
 
     def reply(message):

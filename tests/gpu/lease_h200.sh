@@ -30,7 +30,8 @@
 #       then session_h200.sh's A-A with --kernel-trace off and on (AA_TASKS, AA_REPEATS: 2)
 #   tests/gpu/lease_h200.sh timer BIN OUT    the GPU call timer: session_h200.sh's GPU cases through
 #       verify and profile with --call-timer gpu (controls PASS, no attack does), its A-A with the
-#       host and the GPU clock back to back (AA_TASKS, AA_REPEATS: 2), kernel_trace_check.sh with
+#       host and the GPU clock back to back (AA_TASKS, AA_REPEATS: 2; CALL_TIMERS, default "host gpu",
+#       as session_h200.sh reads it), kernel_trace_check.sh with
 #       --call-timer gpu; TIMER_STEPS (default "cases aa trace") runs some of them only
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
@@ -190,7 +191,7 @@ timer)
     PROFILE_ARGS="--call-timer gpu" bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-cases" "" 280
   [[ $timer_steps == *" trace "* ]] && step timer-trace 300 env CALL_TIMER=gpu \
     bash "$root/tests/gpu/kernel_trace_check.sh" "$bin" "$logs/timer-trace"
-  [[ $timer_steps == *" aa "* ]] && step timer-aa "$(($(left) - 10))" env SECTIONS=aa CALL_WAITS=spin CALL_TIMERS="host gpu" \
+  [[ $timer_steps == *" aa "* ]] && step timer-aa "$(($(left) - 10))" env SECTIONS=aa CALL_WAITS=spin CALL_TIMERS="${CALL_TIMERS:-host gpu}" \
     AA_TASKS="${AA_TASKS:-relu_16m sgemm_2048 sgemm_4096}" AA_REPEATS="${AA_REPEATS:-2}" \
     bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-aa" "" "$(($(left) - 30))"
   finish timer-cases/results.md timer-aa/results.md timer-trace/summary.md

@@ -16,7 +16,7 @@
 # at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds), AA_TASKS
 # ("relu_16m sgemm_2048 sgemm_4096"), CPU_GROUPS ("off": the A-A's placements, "off on" runs each
 # repeat without and with profile's --cpu-groups), CALL_TIMERS ("host": the A-A's --call-timer
-# values, "host gpu" runs each repeat with both clocks), VERIFY_ARGS (more cudaagent-verify
+# values, "host gpu" runs each repeat with both clocks; gpu-leadN adds --call-lead-us N), VERIFY_ARGS (more cudaagent-verify
 # arguments for the cases; PROFILE_ARGS reach the cases' profile too).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
@@ -194,6 +194,8 @@ if [[ $sections == *aa* ]]; then
                 [[ $timer == host ]] || variant+=-timer-$timer
                 ((forwards == 1)) || variant+=-x$forwards
                 [[ $sync == each ]] || variant+=-sync-$sync
+                timer_args=(--call-timer "${timer%%-lead*}")
+                [[ $timer == *-lead* ]] && timer_args+=(--call-lead-us "${timer##*-lead}")
                 group_args=()
                 [[ $groups == on ]] && { variant+=-groups; group_args=(--cpu-groups); }
                 ws=$scratch/aa-$task-$r-$variant
@@ -203,7 +205,7 @@ if [[ $sections == *aa* ]]; then
                 t=$(now)
                 "$bin/cudaagent-profile" --quiet --device cuda --task "$ws/model.py" --compile-mode none \
                   --no-python-policy --call-wait "$wait" --forwards-per-call "$forwards" --forward-sync "$sync" \
-                  --call-timer "$timer" --call-diagnostics "${group_args[@]}" "${profile_args[@]}" "$ws" \
+                  "${timer_args[@]}" --call-diagnostics "${group_args[@]}" "${profile_args[@]}" "$ws" \
                   >"$out/aa-$task-$r-$variant.json" 2>>"$log"
                 row aa "$task #$r $variant" no_significant_difference \
                   "$(jq -r '.profile.comparison.eager // .profile.verdict' "$out/aa-$task-$r-$variant.json")" "$(elapsed "$t")" \

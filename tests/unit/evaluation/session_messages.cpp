@@ -142,6 +142,17 @@ TEST_CASE("an evaluator refuses an unknown call timer, and the GPU timer on the 
   auto on_cpu = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
   REQUIRE_FALSE(on_cpu);
   CHECK(on_cpu.status().message().find("cuda device") != std::string::npos);
+  settings.device = "cuda";
+  settings.call_timer = "host";
+  settings.call_lead_us = 100;
+  auto lead_on_host = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
+  REQUIRE_FALSE(lead_on_host);
+  CHECK(lead_on_host.status().message().find("GPU call timer") != std::string::npos);
+  settings.call_timer = "gpu";
+  settings.call_lead_us = -1;
+  auto negative = cudaagent::Evaluator::create(settings, cudaagent::TorchEnv{});
+  REQUIRE_FALSE(negative);
+  CHECK(negative.status().message().find("call lead") != std::string::npos);
 }
 
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {

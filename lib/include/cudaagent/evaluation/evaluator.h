@@ -81,6 +81,11 @@ struct EvaluationSettings {
   // private copy taken before the window closed (CUDA only). A forward's own streams must then be
   // ordered after the current stream, or they read the poisoned input slots.
   std::string call_timer = "host";
+  // With the GPU timer: how long the owner's stream pauses (a sleep kernel) between the runner's
+  // "ready" and the window's first event, so that the runner's launches of the forward are queued
+  // by the time its inputs are in (the gap otherwise lands in the window with the runner's host's
+  // spread). Outside the window; 0: no pause.
+  double call_lead_us = 0;
   // The owner and the two runners each on a group of whole cores of their own (cpu_groups.h), so
   // the scheduler never puts two of them on one core. Off: wherever the scheduler puts them.
   bool cpu_groups = false;

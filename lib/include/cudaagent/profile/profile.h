@@ -78,6 +78,7 @@ struct ProfileSettings {
   int forwards_per_call = 1;            // see EvaluationSettings
   std::string forward_sync = "each";    // see EvaluationSettings
   std::string call_timer = "host";      // see EvaluationSettings
+  double call_lead_us = 0;              // see EvaluationSettings
   bool cpu_groups = false;              // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   // The CUPTI kernel trace of the candidate's runner (CUDA): "on" (libcudaagent_cupti.so must be

@@ -46,6 +46,7 @@ struct VerifySettings {
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
   std::string call_timer = "host";
+  double call_lead_us = 0;  // the same: a check and a timed call wait alike
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 
