@@ -491,8 +491,8 @@ class Owner:
 
     def exchange_gpu(self, arm, slot_leaves, command, timeout):
         """One call timed on the owner's CUDA events, ordered against the runner's stream by the
-        flags (stream_flags.py); the whole chain is queued before the message, so no host is in
-        the window. -> (started_ns, sent_ns, ended_ns, raw answer, window ms, lost)"""
+        flags (stream_flags.py); the whole chain is queued before the message, so neither message
+        is in the window. -> (started_ns, sent_ns, ended_ns, raw answer, window ms, lost)"""
         torch = self.torch
         stream = torch.cuda.current_stream()
         flags, (t0, t1) = arm.flags, arm.events
