@@ -362,6 +362,13 @@ class Owner:
         else:
             view.copy_(torch.randint(-(1 << 30), 1 << 30, view.shape, device=view.device).to(view.dtype))
 
+    def poison_slots(self, slot_views):
+        """Poisons every tensor view of every slot (number leaves have no view)."""
+        for views_of_slot in slot_views:
+            for view in views_of_slot:
+                if view is not None:
+                    self.poison(view)
+
     def calls(self, command):
         torch = self.torch
         arm = self.arms[command["arm"]]
@@ -401,10 +408,7 @@ class Owner:
                         torch.cuda.synchronize()
                 owner_ms["reference"] += (time.perf_counter() - mark) * 1e3
                 mark = time.perf_counter()
-                for slot_views in arm.out_views:
-                    for view in slot_views:
-                        if view is not None:
-                            self.poison(view)
+                self.poison_slots(arm.out_views)
                 if flush:
                     self.flush_buffer.zero_()
                 if self.cuda:
@@ -445,10 +449,7 @@ class Owner:
                     if call:
                         phases.append(call)
                 if arm.flags is not None:  # a runner that reads a slot before "go" reads poison
-                    for slot_views in arm.in_views:
-                        for view in slot_views:
-                            if view is not None:
-                                self.poison(view)
+                    self.poison_slots(arm.in_views)
                 # start_ns and end_ns: the call's window on CLOCK_MONOTONIC (perf_counter_ns),
                 # the clock the candidate's kernel trace is stamped with.
                 results.append({"seed": seed, **timing, "check": check,
