@@ -251,13 +251,19 @@ Result<double> call_spin_ms(const std::string& call_wait, const std::string& dev
   return Status::error("unknown call wait " + cudaagent::quoted(call_wait) + " (auto, spin or block)");
 }
 
+Result<std::string> resolve_call_timer(const std::string& call_timer, const std::string& device) {
+  if (call_timer == "auto") return std::string(device == "cuda" ? "gpu" : "host");
+  if (call_timer == "host" || call_timer == "gpu") return call_timer;
+  return Status::error("unknown call timer " + cudaagent::quoted(call_timer) + " (auto, host or gpu)");
+}
+
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
+  auto timer = resolve_call_timer(settings.call_timer, settings.device);
+  if (!timer) return timer.status();
+  settings.call_timer = timer.value();
   if (auto spin = call_spin_ms(settings.call_wait, settings.device); !spin) return spin.status();
   if (settings.forward_sync != "each" && settings.forward_sync != "call") {
     return Status::error("unknown forward sync " + cudaagent::quoted(settings.forward_sync) + " (each or call)");
-  }
-  if (settings.call_timer != "host" && settings.call_timer != "gpu") {
-    return Status::error("unknown call timer " + cudaagent::quoted(settings.call_timer) + " (host or gpu)");
   }
   if (settings.call_timer == "gpu" && settings.device != "cuda") {
     return Status::error("the GPU call timer needs the cuda device (the CPU has no CUDA events)");

@@ -88,6 +88,10 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
   if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   settings.build.cuda = settings.device == "cuda";
+  // The clock that will run, named in the key and the record rather than "auto".
+  auto timer = resolve_call_timer(settings.call_timer, settings.device);
+  if (!timer) return timer.status();
+  settings.call_timer = timer.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

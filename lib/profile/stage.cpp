@@ -205,10 +205,11 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "call of several forwards: each (after every forward and its copy) or call (once, "
                  "after the last; for trusted code: a candidate's own streams could overlap its "
                  "forwards)")->capture_default_str()->check(CLI::IsMember({"each", "call"}));
-  app.add_option("--call-timer", s.call_timer, "What times a call: host (the owner's clock around "
-                 "the messages) or gpu (CUDA events on the owner's stream, ordered against the "
-                 "candidate's by flags the GPU writes; no messages in the window)")
-      ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
+  app.add_option("--call-timer", s.call_timer, "What times a call: gpu (CUDA events on the owner's "
+                 "stream, ordered against the candidate's by flags the GPU writes; no messages in "
+                 "the window), host (the owner's clock around the messages) or auto (gpu on cuda, "
+                 "host on the CPU)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "host", "gpu"}));
   app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: a pause on the owner's "
                  "stream before each call's window opens, so the candidate's launches are queued "
                  "by then (0: none)")->capture_default_str()->check(CLI::Range(0.0, 10000.0));

@@ -182,10 +182,10 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "workspace's own, which the candidate could have edited)")->type_name("FILE");
   app.add_option("--device", s.device, "cuda, or cpu for CPU tasks with plain C++ kernels")
       ->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
-  app.add_option("--call-timer", s.call_timer, "How the session times each call, checks included: host "
-                 "or gpu (as cudaagent-profile's; use the same for both, so that a check and a timed "
-                 "call look alike to the candidate)")
-      ->capture_default_str()->check(CLI::IsMember({"host", "gpu"}));
+  app.add_option("--call-timer", s.call_timer, "How the session times each call, checks included: auto "
+                 "(gpu on cuda, host on the CPU), host or gpu (as cudaagent-profile's; use the same for "
+                 "both, so that a check and a timed call look alike to the candidate)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "host", "gpu"}));
   app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: the pause before each "
                  "call's window (as cudaagent-profile's; give both the same)")
       ->capture_default_str()->check(CLI::Range(0.0, 10000.0));

@@ -155,6 +155,16 @@ TEST_CASE("an evaluator refuses an unknown call timer, and the GPU timer on the 
   CHECK(negative.status().message().find("call lead") != std::string::npos);
 }
 
+TEST_CASE("the auto call timer is the GPU's on cuda and the host's on the CPU") {
+  CHECK(cudaagent::resolve_call_timer("auto", "cuda").value() == "gpu");
+  CHECK(cudaagent::resolve_call_timer("auto", "cpu").value() == "host");
+  CHECK(cudaagent::resolve_call_timer("host", "cuda").value() == "host");
+  CHECK(cudaagent::resolve_call_timer("gpu", "cuda").value() == "gpu");
+  auto unknown = cudaagent::resolve_call_timer("wall", "cuda");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.status().message().find("auto, host or gpu") != std::string::npos);
+}
+
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
   auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
     {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},

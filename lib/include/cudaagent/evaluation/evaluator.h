@@ -79,8 +79,9 @@ struct EvaluationSettings {
   // "gpu", two CUDA events on the owner's stream around the inputs' copy and the runner's work,
   // the streams ordered by flags the GPU writes and waits for, the outputs judged from the owner's
   // private copy taken before the window closed (CUDA only). A forward's own streams must then be
-  // ordered after the current stream, or they read the poisoned input slots.
-  std::string call_timer = "host";
+  // ordered after the current stream, or they read the poisoned input slots. "auto" (the default):
+  // gpu on the cuda device, host on the CPU (resolve_call_timer).
+  std::string call_timer = "auto";
   // With the GPU timer: how long the owner's stream pauses (a sleep kernel) between the runner's
   // "ready" and the window's first event, so that the runner's launches of the forward are queued
   // by the time its inputs are in (the gap otherwise lands in the window with the runner's host's
@@ -119,6 +120,10 @@ inline constexpr double kCallSpinMs = 50;
 // The spin of a call wait on a device in ms (0: block), or an error for a call_wait that is none
 // of "auto", "spin", "block".
 Result<double> call_spin_ms(const std::string& call_wait, const std::string& device);
+// The call timer a setting names on a device: "auto" is gpu on cuda and host on the CPU (which has
+// no CUDA events); host and gpu stay themselves; anything else is an error. Verify and profile
+// resolve it before their keys and records, so both name the clock that ran.
+Result<std::string> resolve_call_timer(const std::string& call_timer, const std::string& device);
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {

@@ -77,7 +77,7 @@ struct ProfileSettings {
   bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
   int forwards_per_call = 1;            // see EvaluationSettings
   std::string forward_sync = "each";    // see EvaluationSettings
-  std::string call_timer = "host";      // see EvaluationSettings
+  std::string call_timer = "auto";      // see EvaluationSettings
   double call_lead_us = 0;              // see EvaluationSettings
   bool cpu_groups = false;              // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings

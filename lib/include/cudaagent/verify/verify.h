@@ -45,7 +45,7 @@ struct VerifySettings {
   std::string sandbox_summary = "none";
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
-  std::string call_timer = "host";
+  std::string call_timer = "auto";
   double call_lead_us = 0;  // the same: a check and a timed call wait alike
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
