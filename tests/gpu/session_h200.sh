@@ -15,8 +15,8 @@
 # tests/gpu/cases/), PROFILE_ARGS (more cudaagent-profile arguments for the loop and the A-A, split
 # at spaces: "--rounds 4 --max-rounds 20 --target-ci 0.02" for adaptive rounds), AA_TASKS
 # ("relu_16m sgemm_2048 sgemm_4096"), CPU_GROUPS ("off": the A-A's placements, "off on" runs each
-# repeat without and with profile's --cpu-groups), CALL_TIMERS ("host": the A-A's --call-timer
-# values, "host gpu" runs each repeat with both clocks; gpu-leadN adds --call-lead-us N), VERIFY_ARGS (more cudaagent-verify
+# repeat without and with profile's --cpu-groups), CALL_TIMERS ("auto", the tools' default: the A-A's
+# --call-timer values, "host gpu" runs each repeat with both clocks; gpu-leadN adds --call-lead-us N), VERIFY_ARGS (more cudaagent-verify
 # arguments for the cases; PROFILE_ARGS reach the cases' profile too).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
@@ -188,10 +188,10 @@ if [[ $sections == *aa* ]]; then
         for forwards in ${FORWARDS:-1}; do
           for sync in ${FORWARD_SYNCS:-each}; do
             for groups in ${CPU_GROUPS:-off}; do
-              for timer in ${CALL_TIMERS:-host}; do
+              for timer in ${CALL_TIMERS:-auto}; do
                 (($(left) > 30)) || break 7
                 variant=$wait
-                [[ $timer == host ]] || variant+=-timer-$timer
+                [[ $timer == auto ]] || variant+=-timer-$timer
                 ((forwards == 1)) || variant+=-x$forwards
                 [[ $sync == each ]] || variant+=-sync-$sync
                 timer_args=(--call-timer "${timer%%-lead*}")
