@@ -150,7 +150,7 @@ std::string verify_json(const VerifySettings& settings, const TorchEnv& torch, c
   out.key("settings").begin_object().field("atol", settings.atol).field("rtol", settings.rtol);
   out.field("checks", settings.checks).field("python_policy", settings.python_policy);
   out.field("host_optimization", settings.build.host_optimization).field("call_timer", settings.call_timer);
-  out.field("call_lead_us", settings.call_lead_us).end_object();
+  out.field("call_lead_us", settings.call_lead_us).field("forward_sync", settings.forward_sync).end_object();
   out.key("versions").begin_object().field("cudaagent", build_version());
   out.field("commit", build_commit()).field("torch", torch.torch_version);
   out.field("python", torch.python_version);
@@ -181,6 +181,9 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   // another key; only when set, so the keys stores already hold still match.
   if (settings_.call_timer != "host") key.field("call_timer", settings_.call_timer);
   if (settings_.call_lead_us > 0) key.field("call_lead_us", settings_.call_lead_us);
+  // "call" judges an output left on an unjoined side stream unfinished: another key, only when
+  // not "each", the sync of the keys stores already hold.
+  if (settings_.forward_sync != "each") key.field("forward_sync", settings_.forward_sync);
   // Another -O level may import other symbols; 2, the default, keeps the keys stores already hold.
   if (settings_.build.host_optimization != 2) key.field("host_opt", settings_.build.host_optimization);
   // Its rules are a script of their own, outside the evaluation session's harness hash.
@@ -201,6 +204,9 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
+  auto sync = resolve_forward_sync(settings.forward_sync, 1);  // a check is one forward
+  if (!sync) return sync.status();
+  settings.forward_sync = sync.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }
@@ -219,6 +225,7 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   evaluation.sandbox = settings.sandbox;
   evaluation.candidate_user = settings.candidate_user;
   evaluation.call_timer = settings.call_timer;
+  evaluation.forward_sync = settings.forward_sync;
   evaluation.call_lead_us = settings.call_lead_us;
   evaluation.stop = settings.stop;
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir(), settings.policy_path);

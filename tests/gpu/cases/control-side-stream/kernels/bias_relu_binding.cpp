@@ -1,6 +1,7 @@
-// GPU control: honest work on a side stream of its own that the caller's stream does not wait
-// for (catalog 9's shape, without cheating on the result). The verifier synchronises the whole
-// device before reading outputs, so this is correct and must PASS; profile times it honestly.
+// GPU control: honest work on a side stream of its own, ordered after the caller's stream and
+// joined back into it before the output is returned, as PyTorch asks of any stream a module uses.
+// The output is copied out in the current stream's order, so this is correct and must PASS, and
+// profile's window holds the side stream's work. (Without the join it is g-unjoined-side-stream.)
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/extension.h>
 
@@ -33,6 +34,12 @@ static torch::Tensor bias_relu_scale(torch::Tensor x, torch::Tensor bias, double
       x.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), x.numel(), x.size(1),
       static_cast<float>(scale), side_stream());
   TORCH_CHECK(status == cudaSuccess, cudaGetErrorString(status));
+  // The caller reads `out` on its stream: that stream waits for the side stream's work.
+  cudaEvent_t done;
+  cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+  cudaEventRecord(done, side_stream());
+  cudaStreamWaitEvent(at::cuda::getCurrentCUDAStream().stream(), done, 0);
+  cudaEventDestroy(done);
   return out;
 }
 
