@@ -16,7 +16,8 @@ output and the output buffer the runner wrote into. The rules (man/cudaagent-ver
               lib/candidate/tensor_compare.cpp);
   degenerate  a constant output where the reference varies fails even within tolerance.
 
-Integer and bool tensors must be equal. Returns a dict with the record's fields (match, failure,
+Elements are judged in float32 (float64 for a float64 reference; complex tensors as their real
+and imaginary parts), S is summed in float64. Integer and bool tensors must be equal. Returns a dict with the record's fields (match, failure,
 reason, max_abs_error, max_rel_error, mismatched, worst).
 """
 
@@ -54,6 +55,8 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
     if actual.dtype != expected.dtype or tuple(actual.shape) != tuple(expected.shape):
         return ("format", f"{path}: {actual.dtype} {tuple(actual.shape)} where the reference is "
                           f"{expected.dtype} {tuple(expected.shape)}", expected.numel(), None, None)
+    if expected.is_complex():  # judged as its real and imaginary parts, each an element
+        expected, actual = torch.view_as_real(expected), torch.view_as_real(actual)
     n = expected.numel()
     if n == 0:
         return None
@@ -77,47 +80,55 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
                               f"{flat_a[index].item()} vs {flat_e[index].item()})", count, None, None)
         return None
     f64 = torch.float64
-    zero = torch.zeros((), dtype=f64, device=device)
     # Pass 1: the mean |e| over the reference's finite elements (S), whatever the candidate wrote
     # (a non-finite element where e is finite fails on its own), as in
-    # lib/candidate/tensor_compare.cpp.
+    # lib/candidate/tensor_compare.cpp. Summed in float64.
     finite_count = torch.zeros((), dtype=f64, device=device)
     total = torch.zeros((), dtype=f64, device=device)
     for at in _chunks(n, chunk):
-        e = flat_e[at:at + chunk].to(f64)
-        e_finite = torch.isfinite(e)
-        finite_count += e_finite.sum()
-        total += torch.where(e_finite, e.abs(), zero).sum()
+        e = _working(torch, flat_e[at:at + chunk])
+        finite_count += torch.isfinite(e).sum()
+        total += torch.nan_to_num(e.abs(), nan=0.0, posinf=0.0).sum(dtype=f64)
     mean = total / finite_count.clamp_min(1)
     eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(expected.dtype, 0.0)
     absolute = torch.maximum(atol * torch.clamp(mean, max=1.0), 2 * eps * mean)
     relative = max(rtol, eps)
+    working_absolute = absolute.to(_working(torch, flat_e[:1]).dtype)
     # Pass 2: the elements. Everything is accumulated on the device and read back once (each read
     # is a synchronisation), except that stop_at_first reads the count after each chunk.
-    max_abs = zero.clone()
-    max_rel = zero.clone()
-    e0, a0 = flat_e[0].to(f64), flat_a[0].to(f64)
-    a_constant = torch.ones((), dtype=torch.bool, device=device)
-    e_constant = torch.ones((), dtype=torch.bool, device=device)
+    max_abs = torch.zeros((), dtype=f64, device=device)
+    max_rel = max_abs.clone()
+    # A tensor is constant when its least and greatest elements are equal (aminmax carries NaN,
+    # so one NaN makes them unequal) or when every element is NaN.
+    a_low, a_high, e_low, e_high = (None,) * 4
+    a_all_nan = torch.ones((), dtype=torch.bool, device=device)
+    e_all_nan = a_all_nan.clone()
+    read = 0
     for at in _chunks(n, chunk):
-        e = flat_e[at:at + chunk].to(f64)
-        a = flat_a[at:at + chunk].to(f64)
-        e_nan, a_nan = torch.isnan(e), torch.isnan(a)
-        e_inf, a_inf = torch.isinf(e), torch.isinf(a)
-        special = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (torch.sign(e) != torch.sign(a)))
-        finite = torch.isfinite(e) & torch.isfinite(a)
-        diff = torch.where(finite, (a - e).abs(), zero)
-        magnitude = torch.where(finite, e.abs(), zero)
-        bad = (finite & (diff > absolute + relative * magnitude)) | special
-        count += bad.sum()
-        first = _first_index(torch, bad, at, first)
-        max_abs = torch.maximum(max_abs, diff.max())
-        rel = torch.where(finite & (e != 0), diff / e.abs().clamp_min(1e-300), zero)
-        max_rel = torch.maximum(max_rel, rel.max())
-        a_constant &= _constant(torch, a, a0)
-        e_constant &= _constant(torch, e, e0)
+        e = _working(torch, flat_e[at:at + chunk])
+        a = _working(torch, flat_a[at:at + chunk])
+        ok, diff, e_abs, a_nan, e_nan = _element_match(torch, e, a, working_absolute, relative)
+        count += ok.numel() - ok.sum()
+        read = at + e.numel()
+        # Statistics over the pairs where both are finite; a difference that is not finite (a
+        # non-finite element, or one that overflows the working precision) is left out of them
+        # and counted above.
+        finite_diff = torch.nan_to_num(diff, nan=0.0, posinf=0.0)
+        max_abs = torch.maximum(max_abs, finite_diff.max().to(f64))
+        rel = torch.nan_to_num(finite_diff / e_abs, nan=0.0, posinf=0.0)  # e = 0: left out
+        max_rel = torch.maximum(max_rel, rel.max().to(f64))
+        lows = torch.aminmax(a), torch.aminmax(e)
+        if a_low is None:
+            (a_low, a_high), (e_low, e_high) = lows
+        else:
+            a_low, a_high = torch.minimum(a_low, lows[0][0]), torch.maximum(a_high, lows[0][1])
+            e_low, e_high = torch.minimum(e_low, lows[1][0]), torch.maximum(e_high, lows[1][1])
+        a_all_nan &= a_nan.all()
+        e_all_nan &= e_nan.all()
         if stop_at_first and int(count.item()):
             break
+    a_constant = (a_low == a_high) | a_all_nan
+    e_constant = (e_low == e_high) | e_all_nan
     count, max_abs, max_rel, absolute, a_constant, e_constant = torch.stack([
         count.to(f64), max_abs, max_rel, absolute, a_constant.to(f64), e_constant.to(f64)]).tolist()
     count = int(count)
@@ -126,13 +137,46 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
         return ("degenerate", f"{path}: constant output ({flat_a[0].item():.6g}) where the reference "
                               f"varies", n, max_abs, max_rel)
     if count:
-        index = int(first.item())
+        # The first mismatch, found again only now that there is one: honest outputs, which
+        # match, never pay for it.
+        index = _first_mismatch(torch, flat_e, flat_a, read, chunk, working_absolute, relative)
         counted = "elements (compared up to the first)" if stop_at_first else f"{count} of {n} elements"
         return ("values", f"{path}: {counted} outside {absolute:.3g} + "
                           f"{relative:g}*|e| (first at flat index {index}: "
                           f"{flat_a[index].item():.6g} vs {flat_e[index].item():.6g})",
                 count, max_abs, max_rel)
     return None, max_abs, max_rel
+
+
+def _working(torch, tensor):
+    """The precision an element is judged in: float32 for float32 and the half types (which it
+    holds exactly; the rule's own rounding in it is some 1e-7 of a tolerance), float64 for float64.
+    Half the memory traffic of judging everything in float64, on outputs of up to gigabytes."""
+    return tensor if tensor.dtype in (torch.float32, torch.float64) else tensor.float()
+
+
+def _element_match(torch, e, a, absolute, relative):
+    """Per element, whether `a` matches `e`: both finite and |a - e| <= absolute + relative * |e|,
+    or equal (infinities of the same sign), or both NaN. Also what the statistics reuse."""
+    e_abs = e.abs()
+    diff = (a - e).abs_()
+    ok = diff <= e_abs.mul(relative).add_(absolute)
+    ok &= torch.isfinite(e)  # an infinite reference element is matched only by itself, below
+    ok |= a == e
+    a_nan, e_nan = torch.isnan(a), torch.isnan(e)
+    ok |= a_nan & e_nan
+    return ok, diff, e_abs, a_nan, e_nan
+
+
+def _first_mismatch(torch, flat_e, flat_a, read, chunk, absolute, relative):
+    """The flat index of the first element below `read` that does not match."""
+    for at in _chunks(read, chunk):
+        stop = min(at + chunk, read)
+        ok = _element_match(torch, _working(torch, flat_e[at:stop]), _working(torch, flat_a[at:stop]),
+                            absolute, relative)[0]
+        if not bool(ok.all()):
+            return at + int(torch.argmin(ok.to(torch.uint8)))
+    return 0
 
 
 def compare_outputs(torch, expected, actual, atol, rtol, reject_degenerate=True):

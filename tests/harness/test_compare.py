@@ -135,6 +135,70 @@ class CompareTest(unittest.TestCase):
         found = compare.compare_tensor(torch, ints, off, 0, 0, True, "output", chunk=64)
         self.assertIn("1 of 1000 elements differ (first at flat index 513", found[1])
 
+    def test_the_rule_written_plainly_in_float64_agrees_element_by_element(self):
+        # The comparator works in float32 for float32 and the half types, in chunks, with masks
+        # combined for speed; here the rule is written out once, in float64 and in one piece, and
+        # both must find the same mismatches (count and first) and the same statistics on outputs
+        # near the tolerance's edge, with NaN and infinities on either side.
+        generator = torch.Generator().manual_seed(7)
+        for trial in range(60):
+            dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
+            n = 500 + 37 * trial
+            scale = 10.0 ** (trial % 7 - 4)
+            reference = (torch.randn(n, generator=generator) * scale).to(dtype)
+            e = reference.double()
+            magnitude = min(1.0, float(e.abs().mean()))
+            edge = 1e-2 * magnitude + 1e-2 * e.abs()
+            actual = (e + edge * (torch.rand(n, generator=generator, dtype=torch.float64) * 2.4 - 1.2)).to(dtype)
+            specials = torch.randint(0, n, (12,), generator=generator)
+            values = torch.tensor([float("nan"), float("inf"), -float("inf")], dtype=dtype)
+            for k, index in enumerate(specials.tolist()):
+                side = k % 3  # reference only, output only, both the same
+                if side != 1:
+                    reference[index] = values[k % 3]
+                if side != 0:
+                    actual[index] = values[k % 3]
+            bad, first, max_abs, max_rel = plain_rule(reference, actual, 1e-2, 1e-2)
+            found = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, False, "output", chunk=97)
+            label = f"trial {trial} ({dtype})"
+            if bad:
+                self.assertEqual(found[0], "values", label)
+                self.assertEqual(found[2], bad, label)
+                self.assertIn(f"first at flat index {first}:", found[1], label)
+            else:
+                self.assertIsNone(found[0], label)
+            self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
+            self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
+
+    def test_complex_outputs_are_judged_by_both_parts(self):
+        reference = torch.randn(64, dtype=torch.complex64)
+        self.assertTrue(check(reference, reference.clone())["match"])
+        imaginary_wrong = reference.clone()
+        imaginary_wrong.imag[5] += 1.0
+        result = check(reference, imaginary_wrong)
+        self.assertFalse(result["match"])
+        self.assertEqual(result["failure"], "values")
+
+
+def plain_rule(reference, actual, atol, rtol):
+    """The comparison rule of man/cudaagent-verify.1 in float64, in one piece: the number of
+    mismatched elements, the first, and the largest absolute and relative errors over the pairs
+    where both are finite (e = 0 left out of the relative)."""
+    e, a = reference.double(), actual.double()
+    finite_e = torch.isfinite(e)
+    mean = float(e[finite_e].abs().mean()) if bool(finite_e.any()) else 0.0
+    eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(reference.dtype, 0.0)
+    absolute = max(atol * min(1.0, mean), 2 * eps * mean)
+    relative = max(rtol, eps)
+    both = finite_e & torch.isfinite(a)
+    diff = torch.where(both, (a - e).abs(), torch.zeros_like(e))
+    ok = torch.where(both, diff <= absolute + relative * e.abs(),
+                     (a == e) | (torch.isnan(a) & torch.isnan(e)))
+    bad = int((~ok).sum())
+    first = int(torch.nonzero(~ok)[0]) if bad else -1
+    rel = torch.where(both & (e != 0), diff / e.abs(), torch.zeros_like(e))
+    return bad, first, float(diff.max()), float(rel.max())
+
 
 if __name__ == "__main__":
     unittest.main()
