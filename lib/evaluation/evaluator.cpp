@@ -257,20 +257,14 @@ Result<std::string> resolve_call_timer(const std::string& call_timer, const std:
   return Status::error("unknown call timer " + cudaagent::quoted(call_timer) + " (auto, host or gpu)");
 }
 
-Result<std::string> resolve_forward_sync(const std::string& forward_sync, int forwards_per_call) {
-  if (forward_sync == "auto") return std::string(forwards_per_call == 1 ? "call" : "each");
-  if (forward_sync == "each" || forward_sync == "call") return forward_sync;
-  return Status::error("unknown forward sync " + cudaagent::quoted(forward_sync) + " (auto, each or call)");
-}
-
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
   if (auto spin = call_spin_ms(settings.call_wait, settings.device); !spin) return spin.status();
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.forwards_per_call);
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
+  if (settings.forward_sync != "each" && settings.forward_sync != "call") {
+    return Status::error("unknown forward sync " + cudaagent::quoted(settings.forward_sync) + " (each or call)");
+  }
   if (settings.call_timer == "gpu" && settings.device != "cuda") {
     return Status::error("the GPU call timer needs the cuda device (the CPU has no CUDA events)");
   }

@@ -92,9 +92,6 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.forwards_per_call);
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

@@ -182,7 +182,7 @@ std::string Verifier::job_key(const std::string& model_py, const std::string& sn
   if (settings_.call_timer != "host") key.field("call_timer", settings_.call_timer);
   if (settings_.call_lead_us > 0) key.field("call_lead_us", settings_.call_lead_us);
   // "call" judges an output left on an unjoined side stream unfinished: another key, only when
-  // not "each", the sync of the keys stores already hold.
+  // not "each", the default, so the keys stores already hold still match.
   if (settings_.forward_sync != "each") key.field("forward_sync", settings_.forward_sync);
   // Another -O level may import other symbols; 2, the default, keeps the keys stores already hold.
   if (settings_.build.host_optimization != 2) key.field("host_opt", settings_.build.host_optimization);
@@ -204,9 +204,6 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
-  auto sync = resolve_forward_sync(settings.forward_sync, 1);  // a check is one forward
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

@@ -165,16 +165,6 @@ TEST_CASE("the auto call timer is the GPU's on cuda and the host's on the CPU") 
   CHECK(unknown.status().message().find("auto, host or gpu") != std::string::npos);
 }
 
-TEST_CASE("the auto forward sync waits once per call for one forward, after each for more") {
-  CHECK(cudaagent::resolve_forward_sync("auto", 1).value() == "call");
-  CHECK(cudaagent::resolve_forward_sync("auto", 2).value() == "each");
-  CHECK(cudaagent::resolve_forward_sync("each", 1).value() == "each");
-  CHECK(cudaagent::resolve_forward_sync("call", 8).value() == "call");
-  auto unknown = cudaagent::resolve_forward_sync("sometimes", 1);
-  REQUIRE_FALSE(unknown);
-  CHECK(unknown.status().message().find("auto, each or call") != std::string::npos);
-}
-
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
   auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
     {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},

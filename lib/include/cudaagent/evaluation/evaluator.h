@@ -73,13 +73,13 @@ struct EvaluationSettings {
   // stream the candidate did not join may be copied unfinished and is then judged wrong). "each"
   // stays the default: with "call" nothing orders two forwards on the candidate's own streams, so
   // a candidate could run a call's forwards side by side (tests/gpu/forward_overlap_check.sh).
-  // "auto" (the default, resolve_forward_sync): "call" for one forward per call, where there is no
-  // later forward to overlap and the whole device is still waited for before the answer, else
-  // "each". With "call" an output is copied out in the current stream's order, as a program that
-  // uses the module reads it: work left on a side stream the candidate did not join is judged
-  // unfinished. The host wait "each" puts between the forward and the copy was, on an H100, most
-  // of the GPU clock's spread below a millisecond (per-call CV 5-12% against 0.3-0.8% without it).
-  std::string forward_sync = "auto";
+  // Even with one forward per call "call" is not airtight: the output copy and the GPU timer's
+  // "done" wait only for the current stream, so input-independent work the candidate queues on a
+  // side stream of its own after its output is final (zeroing a buffer for the next call) runs
+  // after the window closes, before the answer, and is not timed. "each" waits for the whole
+  // device before the copy. The price: on an H100 that host wait was most of the GPU clock's
+  // spread below a millisecond (per-call CV 5-12% with "each" against 0.3-1.2% with "call").
+  std::string forward_sync = "each";
   // What times a call (share/harness/stream_flags.py): "host", the owner's host clock from the
   // inputs' copy to the answer (two messages and both processes' wake-ups inside the window), or
   // "gpu", two CUDA events on the owner's stream around the inputs' copy and the runner's work,
@@ -130,9 +130,6 @@ Result<double> call_spin_ms(const std::string& call_wait, const std::string& dev
 // no CUDA events); host and gpu stay themselves; anything else is an error. Verify and profile
 // resolve it before their keys and records, so both name the clock that ran.
 Result<std::string> resolve_call_timer(const std::string& call_timer, const std::string& device);
-// The forward sync a setting names for a number of forwards per call: "auto" is "call" for one
-// forward and "each" for more; each and call stay themselves; anything else is an error.
-Result<std::string> resolve_forward_sync(const std::string& forward_sync, int forwards_per_call);
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {

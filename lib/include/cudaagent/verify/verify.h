@@ -47,7 +47,7 @@ struct VerifySettings {
   // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
   std::string call_timer = "auto";
   double call_lead_us = 0;  // the same: a check and a timed call wait alike
-  std::string forward_sync = "auto";  // the same; a check is one forward, so auto is "call"
+  std::string forward_sync = "each";  // the same (EvaluationSettings), a check waits as a timed call
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 
