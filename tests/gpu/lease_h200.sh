@@ -32,7 +32,8 @@
 #       verify and profile with --call-timer gpu (controls PASS, no attack does), its A-A with the
 #       host and the GPU clock back to back (AA_TASKS, AA_REPEATS: 2; CALL_TIMERS, default "host gpu",
 #       as session_h200.sh reads it), kernel_trace_check.sh with
-#       --call-timer gpu; TIMER_STEPS (default "cases aa trace") runs some of them only
+#       --call-timer gpu; window_escape_check.sh (input-independent work before and after a
+#       forward must be timed) with "escape" in TIMER_STEPS (default "cases aa trace")
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -191,10 +192,12 @@ timer)
     PROFILE_ARGS="--call-timer gpu" bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-cases" "" 280
   [[ $timer_steps == *" trace "* ]] && step timer-trace 300 env CALL_TIMER=gpu \
     bash "$root/tests/gpu/kernel_trace_check.sh" "$bin" "$logs/timer-trace"
+  [[ $timer_steps == *" escape "* ]] && step timer-escape 200 \
+    bash "$root/tests/gpu/window_escape_check.sh" "$bin" "$logs/timer-escape"
   [[ $timer_steps == *" aa "* ]] && step timer-aa "$(($(left) - 10))" env SECTIONS=aa CALL_WAITS=spin CALL_TIMERS="${CALL_TIMERS:-host gpu}" \
     AA_TASKS="${AA_TASKS:-relu_16m sgemm_2048 sgemm_4096}" AA_REPEATS="${AA_REPEATS:-2}" \
     bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-aa" "" "$(($(left) - 30))"
-  finish timer-cases/results.md timer-aa/results.md timer-trace/summary.md
+  finish timer-cases/results.md timer-escape/results.md timer-aa/results.md timer-trace/summary.md
   ;;
 trace)
   # The kernel trace of profile's session: its attack cases and honest example, then A-A repeats
