@@ -93,14 +93,17 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
     eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(expected.dtype, 0.0)
     absolute = torch.maximum(atol * torch.clamp(mean, max=1.0), 2 * eps * mean)
     relative = max(rtol, eps)
-    working_absolute = absolute.to(_working(torch, flat_e[:1]).dtype)
+    working = _working(torch, flat_e[:1]).dtype
+    working_absolute = absolute.to(working)
     # Pass 2: the elements. Everything is accumulated on the device and read back once (each read
     # is a synchronisation), except that stop_at_first reads the count after each chunk.
     max_abs = torch.zeros((), dtype=f64, device=device)
     max_rel = max_abs.clone()
     # A tensor is constant when its least and greatest elements are equal (aminmax carries NaN,
     # so one NaN makes them unequal) or when every element is NaN.
-    a_low, a_high, e_low, e_high = (None,) * 4
+    a_low = torch.full((), float("inf"), dtype=working, device=device)
+    a_high = torch.full((), -float("inf"), dtype=working, device=device)
+    e_low, e_high = a_low.clone(), a_high.clone()
     a_all_nan = torch.ones((), dtype=torch.bool, device=device)
     e_all_nan = a_all_nan.clone()
     read = 0
@@ -117,12 +120,9 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
         max_abs = torch.maximum(max_abs, finite_diff.max().to(f64))
         rel = torch.nan_to_num(finite_diff / e_abs, nan=0.0, posinf=0.0)  # e = 0: left out
         max_rel = torch.maximum(max_rel, rel.max().to(f64))
-        lows = torch.aminmax(a), torch.aminmax(e)
-        if a_low is None:
-            (a_low, a_high), (e_low, e_high) = lows
-        else:
-            a_low, a_high = torch.minimum(a_low, lows[0][0]), torch.maximum(a_high, lows[0][1])
-            e_low, e_high = torch.minimum(e_low, lows[1][0]), torch.maximum(e_high, lows[1][1])
+        (a_min, a_max), (e_min, e_max) = torch.aminmax(a), torch.aminmax(e)
+        a_low, a_high = torch.minimum(a_low, a_min), torch.maximum(a_high, a_max)
+        e_low, e_high = torch.minimum(e_low, e_min), torch.maximum(e_high, e_max)
         a_all_nan &= a_nan.all()
         e_all_nan &= e_nan.all()
         if stop_at_first and int(count.item()):

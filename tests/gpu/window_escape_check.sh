@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Can input-independent GPU work escape the timed window? Three candidates of the example's task
-# with the same kernel (tests/gpu/window_escape/): plain, the example's own binding; before, a
-# stall of about 0.5 ms on a stream that waits for nothing, launched first, that the caller's stream
-# then waits for; after, the output's kernel and then the stall on a stream ordered after it but
+# with the same kernel (bindings in tests/gpu/window_escape/; the stall kernel is
+# control-unjoined-side-stream's): plain, the example's own binding; before, a stall of about
+# 0.5 ms on a stream that waits for nothing, launched first, that the caller's stream then waits
+# for; after, the output's kernel and then the stall on a stream ordered after it but
 # never joined back. All three answer right. Each is profiled with the tools' default call timer
 # (the GPU clock) and each --forward-sync, one forward per call; per way, the candidate's median
 # time minus plain's.
@@ -14,7 +15,7 @@
 #     default)
 # Usage: tests/gpu/window_escape_check.sh BIN_DIR OUT_DIR. Needs CUDA.
 set -uo pipefail
-(($# == 2)) || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 2)) || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 bin=$1 out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
@@ -27,7 +28,7 @@ for arm in plain before after; do
   if [[ $arm == plain ]]; then
     cp "$example/kernels/bias_relu_binding.cpp" "$ws/kernels/"
   else
-    cp "$root/tests/gpu/window_escape/stall.cu" "$ws/kernels/"
+    cp "$root/tests/gpu/cases/control-unjoined-side-stream/kernels/stall.cu" "$ws/kernels/"
     cp "$root/tests/gpu/window_escape/${arm}_binding.cpp" "$ws/kernels/bias_relu_binding.cpp"
   fi
 done
