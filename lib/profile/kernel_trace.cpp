@@ -73,6 +73,8 @@ class TraceParser {
         activity(number, object, kind);
       } else if (kind == "summary") {
         summary(object);
+      } else if (kind == "mark") {
+        mark(number, object);
       } else if (kind == "error") {
         ++trace_.error_lines;
         if (trace_.errors.size() < limits_.kept_errors) {
@@ -200,6 +202,19 @@ class TraceParser {
     }
     trace_.activities.push_back(a);
     ++trace_.after_last_summary;
+  }
+
+  void mark(std::uint64_t line_number, simdjson::dom::object& object) {
+    if (trace_.marks.size() >= limits_.max_marks) {
+      throw BadLine{"more than " + std::to_string(limits_.max_marks) + " marks"};
+    }
+    TraceMark m;
+    m.line = line_number;
+    m.pid = number(object, "pid", kMaxU32);
+    m.correlation = static_cast<std::uint32_t>(number(object, "correlation", kMaxU32));
+    m.stream = static_cast<std::uint32_t>(number(object, "stream", kMaxU32));
+    m.at_ns = number(object, "at_ns", std::numeric_limits<std::int64_t>::max());
+    trace_.marks.push_back(m);
   }
 
   void summary(simdjson::dom::object& object) {

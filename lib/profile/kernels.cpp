@@ -166,6 +166,37 @@ void health_flags(const KernelEvidence& e, std::vector<GateFinding>& flags) {
        {"margin", static_cast<double>(margin)}}));
 }
 
+// output_marks_missing and work_after_output, over every call (warm-up ones too).
+void output_mark_flags(const KernelEvidence& e, const std::vector<Call>& calls, const KernelPolicy& policy,
+                       KernelAnalysis& a) {
+  std::vector<OutputWindow> windows;
+  for (const Call& call : calls) windows.push_back({call.span.first, call.span.second});
+  const auto tolerance = static_cast<std::uint64_t>(std::llround(policy.output_tolerance_ms * 1e6));
+  a.output = check_output_marks(*e.trace, e.main_tid, windows, tolerance);
+  const OutputMarkFacts& o = a.output;
+  const bool unmarked = o.unmarked_calls > 0;
+  a.flags.push_back(gate_finding(
+      "output_marks_missing", unmarked, true,
+      unmarked ? std::to_string(o.unmarked_calls) + " of " + std::to_string(o.calls) +
+                     " timed calls have no output mark with a copy after it in the trace: whether the forward's "
+                     "work had finished when its output was copied cannot be told, reward withheld"
+               : "every timed call's output marks have their copies (" + std::to_string(o.marks) + " marks)",
+      {{"calls", static_cast<double>(o.calls)},
+       {"marks", static_cast<double>(o.marks)},
+       {"unmarked_calls", static_cast<double>(o.unmarked_calls)}}));
+  const bool late = o.after_output_ns > 0 || o.after_mark_elsewhere_ns > 0;
+  a.flags.push_back(gate_finding(
+      "work_after_output", late, true,
+      late ? std::to_string(o.late_activities) + " pieces of a forward's GPU work ran " + show(ms(o.after_output_ns)) +
+                 " ms past the start of its output's copy, and " + show(ms(o.after_mark_elsewhere_ns)) +
+                 " ms were launched after it on another stream: work left on a stream never joined back to the "
+                 "caller's runs past the timed window, reward withheld"
+           : "every forward's work had finished when its output was copied",
+      {{"after_output_ms", ms(o.after_output_ns)},
+       {"after_mark_elsewhere_ms", ms(o.after_mark_elsewhere_ns)},
+       {"output_tolerance_ms", policy.output_tolerance_ms}}));
+}
+
 }  // namespace
 
 KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string trace_error, std::uint32_t runner_pid,
@@ -191,6 +222,7 @@ KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string tra
     round.call_cost_ms = std::isfinite(call_cost_ms) ? std::max(call_cost_ms, 0.0) : 0.0;
     e.rounds.push_back(std::move(round));
   }
+  e.output_marks = true;
   return e;
 }
 
@@ -199,8 +231,8 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   for (double x : {policy.max_fallback_share, policy.max_unattributed_share}) {
     if (!std::isfinite(x) || x < 0 || x > 1) return Status::error("kernel policy: shares must be in [0, 1]");
   }
-  if (!std::isfinite(policy.edge_tolerance_ms) || policy.edge_tolerance_ms < 0) {
-    return Status::error("kernel policy: the edge tolerance must be a finite number of ms >= 0");
+  for (double x : {policy.edge_tolerance_ms, policy.output_tolerance_ms}) {
+    if (!std::isfinite(x) || x < 0) return Status::error("kernel policy: tolerances must be finite numbers of ms >= 0");
   }
   KernelAnalysis a;
   if (e.trace == nullptr) {
@@ -369,6 +401,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
                   "escaped the timed window, reward withheld"
             : "no work ran past a timed call's end mark",
       {{"after_end_ms", ms(a.after_end_ns)}, {"edge_tolerance_ms", policy.edge_tolerance_ms}}));
+  if (e.output_marks) output_mark_flags(e, calls, policy, a);
   const bool outside = a.outside_calls_ns > 0 || a.background_ns > 0;
   a.flags.push_back(gate_finding(
       "work_outside_calls", outside, true,
@@ -473,7 +506,11 @@ void write_kernel_trace(JsonWriter& json, const KernelAnalysis& a, const KernelE
   json.end_array();
   json.key("escaped_ms").begin_object().field("after_end_mark", ms(a.after_end_ns));
   json.field("outside_calls", ms(a.outside_calls_ns)).field("background_thread", ms(a.background_ns));
-  json.field("between_commands", ms(a.between_commands_ns)).end_object();
+  json.field("between_commands", ms(a.between_commands_ns)).field("after_output", ms(a.output.after_output_ns));
+  json.field("after_mark_elsewhere", ms(a.output.after_mark_elsewhere_ns)).end_object();
+  json.key("output_marks").begin_object().field("checked", e.output_marks);
+  json.field("marks", static_cast<std::int64_t>(a.output.marks));
+  json.field("unmarked_calls", static_cast<std::int64_t>(a.output.unmarked_calls)).end_object();
   json.key("streams").begin_array();
   for (const StreamTime& s : a.timed.streams) {
     json.begin_object().field("stream", static_cast<std::int64_t>(s.stream)).field("busy_ms", ms(s.time.busy_ns));

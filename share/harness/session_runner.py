@@ -99,6 +99,27 @@ def copy_out(torch, result_leaves, result_structure, out_specs, out_views):
     return answer
 
 
+def output_marker():
+    """The kernel trace's mark of a forward's end (cudaagent_cupti_mark of the CUPTI injection
+    library, when it traces this process): called once the forward has returned and before its
+    output is copied, with the stream the copies go on. The trusted side then checks that nothing
+    the forward launched was still running once its first copy began: with one wait per call
+    ("forward_sync" "call") work left on a stream never joined back would otherwise run past the
+    timed window. A function of the stream; a no-op where nothing traces."""
+    library = os.environ.get("CUDA_INJECTION64_PATH")
+    if not library or not os.environ.get("CUDAAGENT_CUPTI_OUT"):
+        return lambda stream: None
+    import ctypes
+
+    try:
+        mark = ctypes.CDLL(library).cudaagent_cupti_mark
+    except (OSError, AttributeError):
+        return lambda stream: None  # no marks: the trusted side reads the calls as unmarked
+    mark.argtypes = [ctypes.c_void_p]
+    mark.restype = ctypes.c_int
+    return lambda stream: mark(ctypes.c_void_p(stream.cuda_stream))
+
+
 def flush_kernel_trace():
     """Writes out the kernel trace of this process, when the CUPTI injection library traces it
     (CUDA_INJECTION64_PATH): the worker ends a job with os._exit, which skips the library's own
@@ -196,6 +217,7 @@ def main():
     # finding where a call's time goes; the owner never times anything with them.
     diagnose = bool(layout.get("diagnostics"))
     sync_each = layout.get("forward_sync", "each") != "call"
+    mark_output = output_marker()
     # One pair of events per forward: read after the call's last synchronization, so that with
     # "call" the diagnostics add no wait of their own.
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -253,6 +275,8 @@ def main():
                             result = model(*args_in)
                     if events:
                         events[slot][1].record()
+                    if cuda:  # before the wait below: the mark costs no time the GPU is idle for
+                        mark_output(torch.cuda.current_stream())
                     if cuda and sync_each:
                         # Every stream of this process, not only the current one: a kernel on a
                         # side stream must be done before its output is copied out.

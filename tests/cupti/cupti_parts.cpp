@@ -84,6 +84,7 @@ TEST_CASE("cupti records: kernel, memcpy and memset lines read back through the 
   settings.cupti_library = "/usr/local/cuda/lib64/libcupti.so.13";
   append_summary_line(text, counters, settings);
   append_error_line(text, 99, "a message with \"quotes\" and \xff invalid UTF-8");
+  append_mark_line(text, 99, 80, 13, 7000);
 
   const KernelTrace trace = parse_kernel_trace(text);
   INFO(text);
@@ -114,6 +115,11 @@ TEST_CASE("cupti records: kernel, memcpy and memset lines read back through the 
   CHECK(trace_losses(trace).missing == 0);
   REQUIRE(trace.errors.size() == 1);
   CHECK(trace.errors[0].find("\"quotes\"") != std::string::npos);
+  REQUIRE(trace.marks.size() == 1);
+  CHECK(trace.marks[0].pid == 99);
+  CHECK(trace.marks[0].correlation == 80);
+  CHECK(trace.marks[0].stream == 13);
+  CHECK(trace.marks[0].at_ns == 7000);
 }
 
 TEST_CASE("cupti records: a record without timestamps stays visibly invalid") {

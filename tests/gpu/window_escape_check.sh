@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Can input-independent GPU work escape the timed window? Three candidates of the example's task
 # with the same kernel (bindings in tests/gpu/window_escape/; the stall kernel is
-# control-unjoined-side-stream's): plain, the example's own binding; before, a stall of about
+# g-unjoined-output-stream's): plain, the example's own binding; before, a stall of about
 # 0.5 ms on a stream that waits for nothing, launched first, that the caller's stream then waits
 # for; after, the output's kernel and then the stall on a stream ordered after it but
 # never joined back. All three answer right. Each is profiled with the tools' default call timer
@@ -11,11 +11,13 @@
 #     less fails this check: the owner's first event came after the runner's early work)
 #   after, each: the runner waits for the whole device before the output's copy, so the stall must
 #     be inside the window too (at least 0.4 ms; less fails)
-#   after, call: the copy and "done" follow the caller's stream only; reported (why call is not the
-#     default)
+#   after, call: the copy and "done" follow the caller's stream only, so the stall may run past
+#     the window; then the kernel trace's output marks must catch it: the stall timed (at least
+#     0.4 ms) or the reward withheld (work_after_output), never an untimed PASS
+#   plain and before: PASS under both (the output marks raise nothing on honest work)
 # Usage: tests/gpu/window_escape_check.sh BIN_DIR OUT_DIR. Needs CUDA.
 set -uo pipefail
-(($# == 2)) || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 2)) || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 bin=$1 out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
@@ -28,7 +30,7 @@ for arm in plain before after; do
   if [[ $arm == plain ]]; then
     cp "$example/kernels/bias_relu_binding.cpp" "$ws/kernels/"
   else
-    cp "$root/tests/gpu/cases/control-unjoined-side-stream/kernels/stall.cu" "$ws/kernels/"
+    cp "$root/tests/gpu/cases/g-unjoined-output-stream/kernels/stall.cu" "$ws/kernels/"
     cp "$root/tests/gpu/window_escape/${arm}_binding.cpp" "$ws/kernels/bias_relu_binding.cpp"
   fi
 done
@@ -51,8 +53,18 @@ for sync in each call; do
   before_extra=$(extra "$before" "$plain")
   after_extra=$(extra "$after" "$plain")
   echo "| $sync | $plain | $before ($before_extra) | $after ($after_extra) | $(verdict plain "$sync") / $(verdict before "$sync") / $(verdict after "$sync") |" >>"$table"
+  for arm in plain before; do
+    if [[ $(verdict "$arm" "$sync") != PASS ]]; then
+      echo "window_escape_check: FAIL: $arm, --forward-sync $sync: $(verdict "$arm" "$sync"), not PASS" >&2
+      status=1
+    fi
+  done
   for way in before after; do
-    [[ $way == after && $sync == call ]] && continue
+    if [[ $way == after && $sync == call && $(verdict after call) != PASS ]]; then
+      (($(jq '[.. | objects | select(.name? == "work_after_output" and .raised == true)] | length' "$out/after-call.json") > 0)) ||
+        { echo "window_escape_check: FAIL: after, call: withheld, but not by work_after_output" >&2; status=1; }
+      continue
+    fi
     value=$before_extra
     [[ $way == after ]] && value=$after_extra
     if ! awk -v x="$value" 'BEGIN { exit !(x != "n/a" && x >= 0.4) }'; then

@@ -155,4 +155,17 @@ void append_error_line(std::string& out, std::uint32_t pid, std::string_view mes
   out += '\n';
 }
 
+void append_mark_line(std::string& out, std::uint32_t pid, std::uint32_t correlation, std::uint32_t stream,
+                      std::uint64_t at_ns) {
+  JsonWriter json(out);
+  json.begin_object()
+      .field("kind", "mark")
+      .field("pid", static_cast<std::int64_t>(pid))
+      .field("correlation", static_cast<std::int64_t>(correlation))
+      .field("stream", static_cast<std::int64_t>(stream))
+      .field("at_ns", static_cast<std::int64_t>(at_ns))
+      .end_object();
+  out += '\n';
+}
+
 }  // namespace cudaagent::cupti

@@ -1,8 +1,9 @@
 // The trace's line format, written by the injection library and read by lib/profile/kernel_trace.cpp
 // (the contract is documented there, in cudaagent/kernel_trace.h). One JSON object per line:
 // "kernel", "memcpy" and "memset" lines for GPU work, "summary" lines with the counters, "error"
-// lines when tracing cannot run. Key choice: the formatters take CUPTI's own record structs, so a
-// unit test can build records by hand and read them back through the real reader without a GPU.
+// lines when tracing cannot run, "mark" lines when the harness copies a forward's output. Key
+// choice: the formatters take CUPTI's own record structs, so a unit test can build records by hand
+// and read them back through the real reader without a GPU.
 #pragma once
 
 #include <cupti.h>
@@ -60,5 +61,11 @@ struct TraceSettings {
 
 void append_summary_line(std::string& out, const TraceCounters& counters, const TraceSettings& settings);
 void append_error_line(std::string& out, std::uint32_t pid, std::string_view message);
+
+// The harness's mark that a forward's output is about to be copied out: every launch made before
+// it has a correlation id of at most `correlation`, and the copies are queued on `stream` (a trace
+// stream id). The reader checks that no earlier work was still running once the copies began.
+void append_mark_line(std::string& out, std::uint32_t pid, std::uint32_t correlation, std::uint32_t stream,
+                      std::uint64_t at_ns);
 
 }  // namespace cudaagent::cupti

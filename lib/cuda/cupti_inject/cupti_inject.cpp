@@ -47,6 +47,7 @@ namespace {
 constexpr std::size_t kBufferBytes = std::size_t{8} << 20;
 constexpr std::size_t kBufferAlign = 8;
 constexpr std::size_t kMaxDemangledCache = 1 << 14;
+constexpr std::size_t kMarkBufferBytes = 64 << 10;
 
 // The CUPTI functions we call, bound by dlsym.
 struct CuptiApi {
@@ -84,6 +85,9 @@ struct Injection {
   CorrelationTable table;
   std::atomic<bool> active{false};
   std::atomic<std::uint64_t> launches{0};
+  // The highest correlation id a work API call has had: a mark names it, so that the reader can
+  // tell the launches made before the mark from those after it.
+  std::atomic<std::uint32_t> last_correlation{0};
   std::atomic<std::uint64_t> dropped{0};
 
   std::mutex contexts_mutex;
@@ -95,6 +99,7 @@ struct Injection {
   std::mutex output_mutex;
   int fd = -1;
   bool open_failed = false;
+  std::string pending_marks;  // mark lines not yet written (cudaagent_cupti_mark)
   std::uint32_t flushes = 0;
   TraceCounters counters;
   std::unordered_map<std::string, std::string> demangled;
@@ -288,6 +293,10 @@ void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti
         in->launches.fetch_add(1, std::memory_order_relaxed);
       }
       in->table.put(call->correlationId, {t_launcher, thread_id()});
+      std::uint32_t seen = in->last_correlation.load(std::memory_order_relaxed);
+      while (seen < call->correlationId &&
+             !in->last_correlation.compare_exchange_weak(seen, call->correlationId, std::memory_order_relaxed)) {
+      }
     } else if (call->correlationId == t_outer) {
       t_depth = 0;  // the outermost call returned: whatever happened inside, the nest is closed
     } else if (t_depth > 0) {
@@ -391,6 +400,20 @@ bool bind_api(void* library, CuptiApi& api, std::string& missing) {
   return missing.empty();
 }
 
+// The trace id of a stream handle (see cudaagent_cupti_stream_id), or -1.
+long long stream_id(Injection& in, void* stream) {
+  // With the current context first: CUPTI cannot tell which context's default stream a null
+  // handle means without one.
+  CUcontext context = nullptr;
+  if (in.api.current_context == nullptr || in.api.current_context(&context) != CUDA_SUCCESS) context = nullptr;
+  uint32_t id = 0;
+  if (context != nullptr && in.api.get_stream_id(context, static_cast<CUstream>(stream), 0, &id) == CUPTI_SUCCESS) {
+    return id;
+  }
+  if (in.api.get_stream_id(nullptr, static_cast<CUstream>(stream), 0, &id) != CUPTI_SUCCESS) return -1;
+  return id;
+}
+
 void at_exit();
 
 // Everything InitializeInjection does; false (after an error line) when tracing cannot run.
@@ -462,7 +485,8 @@ int flush(Injection& in) {
     if (in.api.dropped_records(context, 0, &dropped) == CUPTI_SUCCESS) in.dropped += dropped;
   }
   std::lock_guard lock(in.output_mutex);
-  std::string lines;
+  std::string lines = std::move(in.pending_marks);
+  in.pending_marks.clear();
   if (result != CUPTI_SUCCESS) {
     append_error_line(lines, in.pid, "cuptiActivityFlushAll: " + result_text(in.api, result));
   }
@@ -557,14 +581,33 @@ CUDAAGENT_EXPORT int cudaagent_cupti_flush(void) {
 CUDAAGENT_EXPORT long long cudaagent_cupti_stream_id(void* stream) {
   auto* in = cudaagent::cupti::g_injection;
   if (in == nullptr || !in->active) return -1;
-  // With the current context first: CUPTI cannot tell which context's default stream a null
-  // handle means without one.
-  CUcontext context = nullptr;
-  if (in->api.current_context == nullptr || in->api.current_context(&context) != CUDA_SUCCESS) context = nullptr;
-  uint32_t id = 0;
-  if (context != nullptr && in->api.get_stream_id(context, static_cast<CUstream>(stream), 0, &id) == CUPTI_SUCCESS) {
-    return id;
+  return cudaagent::cupti::stream_id(*in, stream);
+}
+
+// Marks that a forward has returned and its output is about to be copied out on `stream`: a
+// "mark" line with the highest correlation id launched so far, the stream's trace id and the
+// time. The reader then checks that all work launched before the mark had finished when the first
+// copy after it began (work a forward left running would otherwise run past the timed window).
+// The line is kept in memory and written with the next flush (or once 64 KiB are pending), so a
+// mark costs the harness no system call inside a timed call. Returns 0 when kept or written, -1
+// when this process is not tracing or the stream is unknown, -2 when a write failed (counted in
+// the next summary). Thread-safe.
+CUDAAGENT_EXPORT int cudaagent_cupti_mark(void* stream) {
+  using namespace cudaagent::cupti;
+  try {
+    Injection* in = g_injection;
+    if (in == nullptr || !in->active || static_cast<std::uint32_t>(::getpid()) != in->pid) return -1;
+    const long long id = stream_id(*in, stream);
+    if (id < 0) return -1;
+    std::lock_guard lock(in->output_mutex);
+    append_mark_line(in->pending_marks, in->pid, in->last_correlation.load(std::memory_order_relaxed),
+                     static_cast<std::uint32_t>(id), monotonic_ns());
+    if (in->pending_marks.size() < kMarkBufferBytes) return 0;
+    const std::uint64_t failures_before = in->counters.write_failures;
+    write_lines_locked(*in, in->pending_marks);
+    in->pending_marks.clear();
+    return in->counters.write_failures == failures_before ? 0 : -2;
+  } catch (...) {
+    return -2;
   }
-  if (in->api.get_stream_id(nullptr, static_cast<CUstream>(stream), 0, &id) != CUPTI_SUCCESS) return -1;
-  return id;
 }

@@ -51,11 +51,18 @@ TEST_CASE("kernel trace: every line kind is read with its fields") {
       kernel("_Z3addPf", 7, 100, 250, "/ws/build/ext.so", 4242) +
       R"({"kind":"memcpy","copy":"HtoD","bytes":4096,"device":0,"context":1,"stream":13,"correlation":8,"start_ns":300,"end_ns":310,"graph":0,"launcher":"/usr/lib/libtorch_cuda.so","tid":1})" "\n"
       R"({"kind":"memset","bytes":64,"device":0,"context":1,"stream":13,"correlation":9,"start_ns":320,"end_ns":321,"graph":0,"launcher":null,"tid":null})" "\n"
-      R"({"kind":"error","pid":5,"message":"cuptiSubscribe: CUPTI_ERROR_UNKNOWN"})" "\n" +
+      R"({"kind":"error","pid":5,"message":"cuptiSubscribe: CUPTI_ERROR_UNKNOWN"})" "\n"
+      R"({"kind":"mark","pid":5,"correlation":9,"stream":13,"at_ns":330})" "\n" +
       summary_line(5, 1, 1, 0);
   const KernelTrace trace = parse_kernel_trace(text);
   CHECK(trace.rejected == 0);
-  CHECK(trace.lines == 5);
+  CHECK(trace.lines == 6);
+  REQUIRE(trace.marks.size() == 1);
+  CHECK(trace.marks[0].pid == 5);
+  CHECK(trace.marks[0].correlation == 9);
+  CHECK(trace.marks[0].stream == 13);
+  CHECK(trace.marks[0].at_ns == 330);
+  CHECK(trace.marks[0].line == 5);
   REQUIRE(trace.activities.size() == 3);
   const TraceActivity& k = trace.activities[0];
   CHECK(k.kind == TraceKind::kernel);
@@ -116,6 +123,8 @@ TEST_CASE("kernel trace: malformed lines are rejected with a reason, the rest is
       {R"({"kind":"memcpy","copy":"H\"D","bytes":1,"device":0,"context":1,"stream":7,"correlation":1,"start_ns":10,"end_ns":20})",
        "'copy' is not a copy kind"},
       {R"({"kind":"summary","pid":1,"flush":1})", "'records' is missing"},
+      {R"({"kind":"mark","pid":1,"correlation":-3,"stream":7,"at_ns":5})", "'correlation' is missing or not a non-negative integer"},
+      {R"({"kind":"mark","pid":1,"correlation":3,"stream":7})", "'at_ns' is missing"},
       {"{\"kind\":\"kernel\",\"name\":\"\xff\xfe\"}", "not JSON"},  // invalid UTF-8
   };
   for (const Case& c : cases) {

@@ -19,10 +19,10 @@ const char* const kTorch = "/usr/lib/python3/dist-packages/torch/lib/libtorch_cu
 const char* const kCublas = "/usr/lib/python3/dist-packages/nvidia/cublas/lib/libcublasLt.so.13";
 
 std::string kernel(const std::string& name, std::uint64_t start, std::uint64_t end, const std::string& launcher,
-                   std::uint32_t tid = kPid, std::uint32_t stream = 7) {
+                   std::uint32_t tid = kPid, std::uint32_t stream = 7, std::uint32_t correlation = 1) {
   return R"({"kind":"kernel","name":")" + name + R"(","demangled":")" + name +
          R"(_demangled","device":0,"context":1,"stream":)" + std::to_string(stream) +
-         R"(,"correlation":1,"start_ns":)" + std::to_string(start) + R"(,"end_ns":)" + std::to_string(end) +
+         R"(,"correlation":)" + std::to_string(correlation) + R"(,"start_ns":)" + std::to_string(start) + R"(,"end_ns":)" + std::to_string(end) +
          R"(,"grid":[1,1,1],"block":[128,1,1],"shared_bytes":0,"registers":16,"graph":0,"launcher":)" +
          (launcher.empty() ? std::string("null") : "\"" + launcher + "\"") + R"(,"tid":)" + std::to_string(tid) +
          "}\n";
@@ -321,6 +321,19 @@ std::vector<SessionCall> session_calls() {
   return {{{10 * M, 12 * M}, true}, {{14 * M, 15 * M}, false}, {{20 * M, 22 * M}, true}};
 }
 
+// The runner's mark after a forward at `at` ns (launches up to correlation `correlation` came
+// before it), and its output copy on stream 7 from 0.1 to 0.2 ms later (correlation + 1).
+std::string output_copy(std::uint64_t at, std::uint32_t correlation = 1, std::uint32_t pid = kPid) {
+  return R"({"kind":"mark","pid":)" + std::to_string(pid) + R"(,"correlation":)" + std::to_string(correlation) +
+         R"(,"stream":7,"at_ns":)" + std::to_string(at) + "}\n" +
+         R"({"kind":"memcpy","copy":"DtoD","bytes":64,"device":0,"context":1,"stream":7,"correlation":)" +
+         std::to_string(correlation + 1) + R"(,"start_ns":)" + std::to_string(at + M / 10) + R"(,"end_ns":)" +
+         std::to_string(at + M / 5) + R"(,"graph":0,"launcher":null,"tid":4242})" "\n";
+}
+
+// Both candidate calls of session_calls() marked, their forwards having ended by 11 and 21 ms.
+std::string session_copies() { return output_copy(11 * M) + output_copy(21 * M); }
+
 KernelAnalysis analyze_session(const std::string& lines, const std::vector<SessionCall>& calls = session_calls(),
                                std::uint32_t pid = kPid) {
   const KernelTrace trace = parse_kernel_trace(lines);
@@ -335,7 +348,8 @@ KernelAnalysis analyze_session(const std::string& lines, const std::vector<Sessi
 }  // namespace
 
 TEST_CASE("kernel gates in the session: the owner's windows make the rounds; names decide the fallback") {
-  const std::string own = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "");
+  const std::string own =
+      kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "") + session_copies();
   SUBCASE("the candidate's own kernels in its calls raise nothing") {
     const KernelAnalysis a = analyze_session(own + summary(2, 0, false));
     CHECK(a.calls == 2);
@@ -348,8 +362,8 @@ TEST_CASE("kernel gates in the session: the owner's windows make the rounds; nam
   SUBCASE("torch's kernels doing the work in a call (an unaudited torch fallback) withhold the reward") {
     const std::string lines = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") +
                               kernel("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_10AddFunctorIfEEEEviT0_T1_",
-                                     20 * M + M / 4, 21 * M + M / 2, "") +
-                              summary(2, 0, false);
+                                     20 * M + M / 4, 21 * M, "") +
+                              session_copies() + summary(2, 0, false);
     const KernelAnalysis a = analyze_session(lines);
     CHECK(flag(a, "kernel_fallback").raised);
     CHECK(flag(a, "kernel_fallback").withholds_reward);
@@ -368,7 +382,7 @@ TEST_CASE("kernel gates in the session: the owner's windows make the rounds; nam
     CHECK_FALSE(withholds_reward(a.flags));
   }
   SUBCASE("work past the owner's end of a call withholds the reward") {
-    const KernelAnalysis a = analyze_session(kernel("_Z4fusedPf", 10 * M + M / 2, 13 * M, "") + summary(1, 0, false));
+    const KernelAnalysis a = analyze_session(kernel("_Z4fusedPf", 10 * M + M / 2, 13 * M, "") + session_copies() + summary(1, 0, false));
     CHECK(flag(a, "work_after_end_mark").raised);
   }
   SUBCASE("a call without a window leaves its work outside every command") {
@@ -396,7 +410,8 @@ TEST_CASE("kernel gates in the session: the busy share leaves warm-up calls and 
   // Warm-up [2, 8] ms (lazy set-up, no kernels), then timed calls [10, 12] and [20, 22] ms each
   // with 0.5 ms of kernels; a null call costs 1 ms. Over every window the GPU was busy 1 ms of
   // 10 (idle); over what the candidate's code had of the timed calls, 1 ms of 2.
-  const std::string own = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "");
+  const std::string own = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "") +
+                          output_copy(3 * M) + session_copies();
   const std::vector<SessionCall> calls = {{{2 * M, 8 * M}, true, true},
                                           {{10 * M, 12 * M}, true, false},
                                           {{14 * M, 15 * M}, false, false},
@@ -420,7 +435,8 @@ TEST_CASE("kernel gates in the session: the busy share leaves warm-up calls and 
   }
   SUBCASE("timed calls whose GPU sits idle still raise it") {
     const std::string short_kernels = kernel("_Z4fusedPf", 10 * M + M / 2, 10 * M + M / 10 * 6, "") +
-                                      kernel("_Z4fusedPf", 20 * M + M / 2, 20 * M + M / 10 * 6, "");
+                                      kernel("_Z4fusedPf", 20 * M + M / 2, 20 * M + M / 10 * 6, "") +
+                                      output_copy(3 * M) + session_copies();
     CHECK(flag(analyze_with(short_kernels + summary(2, 0, false), 1.0), "gpu_mostly_idle").raised);
   }
   SUBCASE("work of a warm-up call past its window withholds as in any other call") {
@@ -435,4 +451,60 @@ TEST_CASE("kernel gates in the session: no trace at all withholds the reward") {
   const KernelAnalysis a = analyze(e);
   CHECK(flag(a, "trace_summary_missing").raised);
   CHECK(flag(a, "trace_summary_missing").reason.find("cannot open it") != std::string::npos);
+}
+
+TEST_CASE("kernel gates in the session: a forward's work must be finished when its output is copied") {
+  // The forward of each candidate call: its kernel on the copies' stream (7) ends at 11 and 21 ms;
+  // the runner marks at 11 and 21 ms and copies from 11.1 and 21.1 ms (session_copies).
+  const std::string forwards = kernel("_Z4fusedPf", 10 * M + M / 2, 11 * M, "") + kernel("_Z4fusedPf", 20 * M + M / 2, 21 * M, "");
+  const auto side = [](std::uint64_t start, std::uint64_t end, std::uint32_t correlation = 1) {
+    return kernel("_Z5stallv", start, end, "", kPid, 9, correlation);
+  };
+  SUBCASE("marked calls whose side-stream work was joined back raise nothing") {
+    const KernelAnalysis a = analyze_session(forwards + side(10 * M + M / 4, 10 * M + M / 2) + session_copies() + summary(3, 0, false));
+    CHECK_FALSE(flag(a, "output_marks_missing").raised);
+    CHECK_FALSE(flag(a, "work_after_output").raised);
+    CHECK(a.output.marks == 2);
+    CHECK_FALSE(withholds_reward(a.flags));
+  }
+  SUBCASE("work left on a stream never joined back, running past the copy, withholds the reward") {
+    // A stall the forward launched on stream 9 that ends 0.4 ms after the copy began.
+    const KernelAnalysis a = analyze_session(forwards + side(11 * M, 11 * M + M / 2) + session_copies() + summary(3, 0, false));
+    CHECK(flag(a, "work_after_output").raised);
+    CHECK(flag(a, "work_after_output").withholds_reward);
+    CHECK(number(flag(a, "work_after_output"), "after_output_ms") == doctest::Approx(0.4));
+    CHECK_FALSE(flag(a, "work_after_end_mark").raised);  // the runner's wait kept it inside the owner's window
+  }
+  SUBCASE("an overlap within the tolerance is not late work") {
+    const KernelAnalysis a = analyze_session(forwards + side(11 * M, 11 * M + M / 10 + 1000) + session_copies() + summary(3, 0, false));
+    CHECK_FALSE(flag(a, "work_after_output").raised);
+  }
+  SUBCASE("work launched after the mark on another stream withholds the reward") {
+    const KernelAnalysis a = analyze_session(forwards + side(11 * M + M / 2, 11 * M + M, 3) + session_copies() + summary(3, 0, false));
+    CHECK(flag(a, "work_after_output").raised);
+    CHECK(number(flag(a, "work_after_output"), "after_mark_elsewhere_ms") == doctest::Approx(0.5));
+  }
+  SUBCASE("a timed call without a mark, a mark without a copy, or another process's mark cannot vouch") {
+    CHECK(flag(analyze_session(forwards + output_copy(11 * M) + summary(2, 0, false)), "output_marks_missing").raised);
+    const std::string mark_only = R"({"kind":"mark","pid":4242,"correlation":1,"stream":7,"at_ns":21000000})" "\n";
+    const KernelAnalysis a = analyze_session(forwards + output_copy(11 * M) + mark_only + summary(2, 0, false));
+    CHECK(flag(a, "output_marks_missing").raised);
+    CHECK(flag(a, "output_marks_missing").withholds_reward);
+    CHECK(number(flag(a, "output_marks_missing"), "unmarked_calls") == 1);
+    CHECK(flag(analyze_session(forwards + output_copy(11 * M) + output_copy(21 * M, 1, kPid + 1) + summary(2, 0, false)),
+               "output_marks_missing")
+              .raised);
+  }
+  SUBCASE("with several forwards per call, each forward's work is held to its own copy") {
+    // Call [10, 12]: forward 1 (correlation 1) marked at 10.6 ms, copied from 10.7; forward 2
+    // (correlation 3) marked at 11 ms, copied from 11.1. A side kernel of forward 1 ending at
+    // 10.9 ms ran past forward 1's copy, though not past forward 2's.
+    const std::string two = kernel("_Z4fusedPf", 10 * M + M / 5, 10 * M + M / 2, "") + output_copy(10 * M + 6 * M / 10) +
+                            kernel("_Z4fusedPf", 10 * M + 8 * M / 10, 11 * M, "", kPid, 7, 3) + output_copy(11 * M, 3) +
+                            output_copy(21 * M) + summary(3, 0, false);
+    CHECK_FALSE(flag(analyze_session(two), "work_after_output").raised);
+    const KernelAnalysis a = analyze_session(two + side(10 * M + M / 2, 10 * M + 9 * M / 10));
+    CHECK(flag(a, "work_after_output").raised);
+    CHECK(number(flag(a, "work_after_output"), "after_output_ms") == doctest::Approx(0.2));
+  }
 }

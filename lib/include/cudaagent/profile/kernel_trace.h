@@ -21,6 +21,8 @@
 //    "unresolved_walks":N,"provenance":BOOL,"clock":"monotonic"|"monotonic_offset",
 //    "cupti_version":N,"cupti_header_version":N,"callbacks":N,"cupti_library":PATH}
 //   {"kind":"error","pid":N,"message":TEXT}
+//   {"kind":"mark","pid":N,"correlation":N,"stream":N,"at_ns":N}   the harness is about to copy
+//    a forward's output out on `stream`; every launch before it has a correlation id <= N
 // "launcher" is the resolved path of the shared object whose code made the launch call (the first
 // stack frame outside libcuda, libcudart, libcupti and the injection library); "tid" the
 // launching thread. Summary counters are cumulative per process; each flush appends one.
@@ -67,6 +69,15 @@ struct TraceProcessSummary {
   std::string clock;
 };
 
+// A "mark" line: the harness is about to copy a forward's output (cudaagent_cupti_mark).
+struct TraceMark {
+  std::uint64_t pid = 0;
+  std::uint32_t correlation = 0;  // the highest correlation id launched before the mark
+  std::uint32_t stream = 0;       // the stream the copies are queued on
+  std::uint64_t at_ns = 0;        // CLOCK_MONOTONIC, when the mark was made
+  std::uint64_t line = 0;
+};
+
 struct TraceProblem {
   std::uint64_t line = 0;
   std::string reason;
@@ -79,6 +90,7 @@ struct KernelTrace {
   std::vector<std::string> names, demangled;
   std::vector<std::string> launchers;
   std::vector<TraceProcessSummary> summaries;  // one per process id, in order of first appearance
+  std::vector<TraceMark> marks;                // in file order
   std::vector<std::string> errors;             // messages of "error" lines (the first few)
   std::uint64_t error_lines = 0;
   std::uint64_t lines = 0;                     // lines seen (non-empty)
@@ -98,6 +110,7 @@ struct TraceLimits {
   std::size_t max_names = 1 << 16;                    // distinct kernel names
   std::size_t max_launchers = 1 << 12;                // distinct launcher paths
   std::size_t max_processes = 1 << 10;                // distinct pids in summary lines
+  std::size_t max_marks = std::size_t{1} << 20;       // mark lines (one per forward)
   std::size_t kept_problems = 20;                     // rejected lines kept with their reason
   std::size_t kept_errors = 20;                       // error-line messages kept
 };

@@ -18,6 +18,7 @@
 #include "cudaagent/base/status.h"
 #include "cudaagent/profile/gates.h"
 #include "cudaagent/profile/kernel_trace.h"
+#include "cudaagent/profile/output_marks.h"
 
 namespace cudaagent {
 
@@ -53,6 +54,9 @@ struct KernelPolicy {
   double max_unattributed_share = 0.5;
   // Slack at each window edge, for the conversion of GPU timestamps to the host clock.
   double edge_tolerance_ms = 0.02;
+  // Slack between the end of a forward's work and the start of its first output copy (both one
+  // GPU's timestamps): output_marks.h.
+  double output_tolerance_ms = 0.002;
   // Whether a trace without launcher information (provenance off) raises kernel_fallback. Off:
   // kernels are classed by their names (classify_kernel_name), which tells torch's and Triton's
   // own kernels apart from everything else but not who launched a cuBLAS or cuDNN kernel.
@@ -69,6 +73,9 @@ struct KernelEvidence {
   std::vector<HostWindow> commands;
   HostWindow watch;  // from the end of the candidate's init to the start of the final flush
   SummarySettings summary;  // launcher classes (the candidate's build directory) and top_n
+  // The harness marks each forward's output copy in the trace (the session's runner does): every
+  // timed call must then carry marks, and no forward's work may outlive its copy (output_marks.h).
+  bool output_marks = false;
 };
 
 struct KernelAnalysis {
@@ -86,6 +93,7 @@ struct KernelAnalysis {
   // candidate's own or other threads' work inside a round but outside its calls; any work in
   // `watch` outside every command.
   std::uint64_t after_end_ns = 0, outside_calls_ns = 0, background_ns = 0, between_commands_ns = 0;
+  OutputMarkFacts output;  // when the evidence has output marks
   std::vector<GateFinding> flags;  // every gate below, raised or not, in order
 };
 
@@ -121,6 +129,9 @@ KernelEvidence session_kernel_evidence(const KernelTrace* trace, std::string tra
 //                           check_timer_consistency with kernel_ms = busy time inside the calls;
 //                           the first round that raises one decides, else the totals
 //   work_after_end_mark     work started in a timed call still ran after its end mark
+//   output_marks_missing    (with output marks) a timed call without a mark and a copy after it
+//   work_after_output       (with output marks) a forward's work still ran once its output copy
+//                           began, or work was launched after the mark on another stream
 //   work_outside_calls      inside a round, outside its calls: the candidate's own launches or
 //                           launches from a thread other than the main one
 //   work_between_commands   GPU work while the process had no command (the baseline's turn)
