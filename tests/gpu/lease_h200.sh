@@ -23,7 +23,7 @@
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
 #       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
-#       FORWARD_SYNCS, default each; forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
+#       FORWARD_SYNCS, default auto; forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
 #       to eager must show no difference
 #   tests/gpu/lease_h200.sh trace BIN OUT    kernel_trace_check.sh (the candidate's kernel trace in
 #       profile's session: attack cases and the honest example; BIN/../lib/libcudaagent_cupti.so),
@@ -33,7 +33,8 @@
 #       host and the GPU clock back to back (AA_TASKS, AA_REPEATS: 2; CALL_TIMERS, default "host gpu",
 #       as session_h200.sh reads it), kernel_trace_check.sh with
 #       --call-timer gpu; window_escape_check.sh (input-independent work before and after a
-#       forward must be timed) with "escape" in TIMER_STEPS (default "cases aa trace")
+#       forward must be timed) with "escape" in TIMER_STEPS (default "cases aa trace");
+#       TIMER_PROFILE_ARGS: more profile arguments for the cases (FORWARD_SYNCS reaches the A-A)
 #   tests/gpu/lease_h200.sh data BIN OUT     filter_check.sh, then a timed sample of the dataset
 #       (bench/run_data_bench.sh, resumable on the same OUT/logs/data) and the synth device model
 #       calibrated from its measured eager times (bench/calibrate_synth.py)
@@ -189,7 +190,7 @@ timer)
   with_binaries
   timer_steps=" ${TIMER_STEPS:-cases aa trace} "
   [[ $timer_steps == *" cases "* ]] && step timer-cases 300 env SECTIONS=cases VERIFY_ARGS="--call-timer gpu" \
-    PROFILE_ARGS="--call-timer gpu" bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-cases" "" 280
+    PROFILE_ARGS="--call-timer gpu ${TIMER_PROFILE_ARGS:-}" bash "$root/tests/gpu/session_h200.sh" "$bin" "$logs/timer-cases" "" 280
   [[ $timer_steps == *" trace "* ]] && step timer-trace 300 env CALL_TIMER=gpu \
     bash "$root/tests/gpu/kernel_trace_check.sh" "$bin" "$logs/timer-trace"
   [[ $timer_steps == *" escape "* ]] && step timer-escape 200 \
