@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -99,7 +100,13 @@ struct Injection {
   std::mutex output_mutex;
   int fd = -1;
   bool open_failed = false;
-  std::string pending_marks;  // mark lines not yet written (cudaagent_cupti_mark)
+
+  // Marks (cudaagent_cupti_mark) under a lock of their own: a mark is made inside a timed call
+  // and must never wait for a buffer being converted under output_mutex.
+  std::mutex marks_mutex;
+  std::string pending_marks;                            // mark lines not yet written
+  // (context, stream handle) -> trace id, asked of CUPTI once per pair.
+  std::map<std::pair<void*, void*>, std::uint32_t> mark_streams;
   std::uint32_t flushes = 0;
   TraceCounters counters;
   std::unordered_map<std::string, std::string> demangled;
@@ -484,9 +491,12 @@ int flush(Injection& in) {
     dropped = 0;
     if (in.api.dropped_records(context, 0, &dropped) == CUPTI_SUCCESS) in.dropped += dropped;
   }
+  std::string lines;
+  {
+    std::lock_guard marks_lock(in.marks_mutex);
+    lines.swap(in.pending_marks);
+  }
   std::lock_guard lock(in.output_mutex);
-  std::string lines = std::move(in.pending_marks);
-  in.pending_marks.clear();
   if (result != CUPTI_SUCCESS) {
     append_error_line(lines, in.pid, "cuptiActivityFlushAll: " + result_text(in.api, result));
   }
@@ -597,15 +607,38 @@ CUDAAGENT_EXPORT int cudaagent_cupti_mark(void* stream) {
   try {
     Injection* in = g_injection;
     if (in == nullptr || !in->active || static_cast<std::uint32_t>(::getpid()) != in->pid) return -1;
-    const long long id = stream_id(*in, stream);
-    if (id < 0) return -1;
+    // Read before anything else: the copies, launched after this returns, have higher ids.
+    const std::uint32_t correlation = in->last_correlation.load(std::memory_order_relaxed);
+    // The null handle names each context's own default stream, so the context is part of the key.
+    CUcontext context = nullptr;
+    if (in->api.current_context == nullptr || in->api.current_context(&context) != CUDA_SUCCESS) context = nullptr;
+    const std::pair<void*, void*> key{context, stream};
+    std::uint32_t id = 0;
+    bool known = false;
+    {
+      std::lock_guard lock(in->marks_mutex);
+      if (auto it = in->mark_streams.find(key); it != in->mark_streams.end()) {
+        id = it->second;
+        known = true;
+      }
+    }
+    if (!known) {
+      const long long asked = stream_id(*in, stream);
+      if (asked < 0) return -1;
+      id = static_cast<std::uint32_t>(asked);
+      std::lock_guard lock(in->marks_mutex);
+      in->mark_streams.emplace(key, id);
+    }
+    std::string full;
+    {
+      std::lock_guard lock(in->marks_mutex);
+      append_mark_line(in->pending_marks, in->pid, correlation, id, monotonic_ns());
+      if (in->pending_marks.size() < kMarkBufferBytes) return 0;
+      full.swap(in->pending_marks);
+    }
     std::lock_guard lock(in->output_mutex);
-    append_mark_line(in->pending_marks, in->pid, in->last_correlation.load(std::memory_order_relaxed),
-                     static_cast<std::uint32_t>(id), monotonic_ns());
-    if (in->pending_marks.size() < kMarkBufferBytes) return 0;
     const std::uint64_t failures_before = in->counters.write_failures;
-    write_lines_locked(*in, in->pending_marks);
-    in->pending_marks.clear();
+    write_lines_locked(*in, full);
     return in->counters.write_failures == failures_before ? 0 : -2;
   } catch (...) {
     return -2;
