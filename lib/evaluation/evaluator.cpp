@@ -257,12 +257,6 @@ Result<std::string> resolve_call_timer(const std::string& call_timer, const std:
   return Status::error("unknown call timer " + cudaagent::quoted(call_timer) + " (auto, host or gpu)");
 }
 
-Result<std::string> resolve_forward_sync(const std::string& forward_sync, const std::string& device, bool guarded) {
-  if (forward_sync == "auto") return std::string(device == "cuda" && guarded ? "call" : "each");
-  if (forward_sync == "each" || forward_sync == "call") return forward_sync;
-  return Status::error("unknown forward sync " + cudaagent::quoted(forward_sync) + " (auto, each or call)");
-}
-
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();

@@ -92,10 +92,6 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
-  // One wait per call only where the kernel trace's output marks guard the window.
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.device, settings.kernel_trace == "on");
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

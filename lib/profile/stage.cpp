@@ -202,10 +202,10 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "trusted code: a first forward could compute the later slots)")
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--forward-sync", s.forward_sync, "When the candidate's process waits for the device in a "
-                 "call: each (after every forward and its copy), call (once, after the last output "
-                 "is copied in the current stream's order; work past the window is caught only by "
-                 "the kernel trace) or auto (call on cuda with --kernel-trace on, else each)")
-      ->capture_default_str()->check(CLI::IsMember({"auto", "each", "call"}));
+                 "call: each (after every forward and its copy) or call (once, after the last output "
+                 "is copied in the current stream's order; work a candidate leaves running past the window "
+                 "is caught only by the kernel trace, and several forwards per call are for trusted code)")
+      ->capture_default_str()->check(CLI::IsMember({"each", "call"}));
   app.add_option("--call-timer", s.call_timer, "What times a call: gpu (CUDA events on the owner's "
                  "stream, ordered against the candidate's by flags the GPU writes; no messages in "
                  "the window), host (the owner's clock around the messages) or auto (gpu on cuda, "

@@ -204,11 +204,6 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
-  // A verification times nothing, so no work can run past a window of its own: auto waits as
-  // profile's default does on the same device.
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.device, true);
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

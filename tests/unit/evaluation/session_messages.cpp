@@ -165,17 +165,6 @@ TEST_CASE("the auto call timer is the GPU's on cuda and the host's on the CPU") 
   CHECK(unknown.status().message().find("auto, host or gpu") != std::string::npos);
 }
 
-TEST_CASE("auto forward sync waits once per call only on cuda where work past the window is guarded") {
-  CHECK(cudaagent::resolve_forward_sync("auto", "cuda", true).value() == "call");
-  CHECK(cudaagent::resolve_forward_sync("auto", "cuda", false).value() == "each");
-  CHECK(cudaagent::resolve_forward_sync("auto", "cpu", true).value() == "each");
-  CHECK(cudaagent::resolve_forward_sync("each", "cuda", true).value() == "each");
-  CHECK(cudaagent::resolve_forward_sync("call", "cpu", false).value() == "call");
-  auto unknown = cudaagent::resolve_forward_sync("never", "cuda", true);
-  REQUIRE_FALSE(unknown);
-  CHECK(unknown.status().message().find("auto, each or call") != std::string::npos);
-}
-
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
   auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
     {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},

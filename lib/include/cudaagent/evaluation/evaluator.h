@@ -65,18 +65,23 @@ struct EvaluationSettings {
   // default because all N slots' inputs exist from the call's start: a candidate's first forward
   // could compute the later slots side by side (tests/gpu/forward_overlap_check.sh, lookahead).
   int forwards_per_call = 1;
-  // When a runner waits for the device in a call: "each" after every forward and again after its
-  // output is copied out (a candidate's unjoined side stream is waited for; the host's wake-up
-  // between the forward and the copy is in every sample: on an H100 most of the GPU clock's
-  // spread below a millisecond, per-call CV 5-12%), "call" once, after the last output is queued
-  // (forwards and copies run back to back on the current stream, as a program that uses the
-  // module runs them: per-call CV 0.3-1.2% there; an output left on a side stream the candidate
-  // did not join may be copied unfinished and is then judged wrong). With "call", work a forward
-  // leaves running on a stream of its own after its output is final would run past the timed
-  // window: the kernel trace's output marks catch it (profile's work_after_output gate), so the
-  // tools choose "call" only where that trace runs (resolve_forward_sync). With several forwards
-  // per call "call" also lets a candidate's own streams run two forwards side by side
-  // (tests/gpu/forward_overlap_check.sh): trusted code only.
+  // When a runner waits for the device within a call of several forwards: "each" after every
+  // forward and again after its output is copied out (a candidate's unjoined side stream is waited
+  // for; the device idles between forwards, and the two waits' host time is in every sample),
+  // "call" once, after the last forward's output is queued (forwards and copies run back to back
+  // on the current stream, as a program that uses the module runs them; an output left on a side
+  // stream the candidate did not join may be copied unfinished and is then judged wrong). "each"
+  // stays the default: with "call" nothing orders two forwards on the candidate's own streams, so
+  // a candidate could run a call's forwards side by side (tests/gpu/forward_overlap_check.sh).
+  // Even with one forward per call, the output copy and the GPU timer's "done" wait only for the
+  // current stream, so input-independent work the candidate queues on a side stream of its own
+  // after its output is final (zeroing a buffer for the next call) runs after the window closes:
+  // only the kernel trace's output marks catch it (profile's work_after_output gate). "each" waits
+  // for the whole device before the copy. Its price: on an H100 that host wait was most of the
+  // GPU clock's spread below a millisecond (per-call CV 5-12% against 1-4% with "call"); "call"
+  // stays off by default because the traced candidate then paid for its own launches where the
+  // untraced baselines did not (tiny kernels measured slower than eager) and a GEMM candidate's
+  // speed-up varied widely between edits (cudaagent-profile(1)).
   std::string forward_sync = "each";
   // What times a call (share/harness/stream_flags.py): "host", the owner's host clock from the
   // inputs' copy to the answer (two messages and both processes' wake-ups inside the window), or
@@ -128,10 +133,6 @@ Result<double> call_spin_ms(const std::string& call_wait, const std::string& dev
 // no CUDA events); host and gpu stay themselves; anything else is an error. Verify and profile
 // resolve it before their keys and records, so both name the clock that ran.
 Result<std::string> resolve_call_timer(const std::string& call_timer, const std::string& device);
-// "auto" becomes "call" on the cuda device where work past the window is `guarded` against (a
-// profile with the kernel trace, whose output marks catch it; a verification, which times
-// nothing), else "each"; "each" and "call" stay. Errors: any other value.
-Result<std::string> resolve_forward_sync(const std::string& forward_sync, const std::string& device, bool guarded);
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {

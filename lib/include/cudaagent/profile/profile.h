@@ -76,7 +76,7 @@ struct ProfileSettings {
   std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
   bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
   int forwards_per_call = 1;            // see EvaluationSettings
-  std::string forward_sync = "auto";    // see EvaluationSettings; auto: call when kernel_trace is on
+  std::string forward_sync = "each";    // see EvaluationSettings
   std::string call_timer = "auto";      // see EvaluationSettings
   double call_lead_us = 0;              // see EvaluationSettings
   bool cpu_groups = false;              // see EvaluationSettings

@@ -47,9 +47,7 @@ struct VerifySettings {
   // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
   std::string call_timer = "auto";
   double call_lead_us = 0;  // the same: a check and a timed call wait alike
-  // The same (EvaluationSettings), so that a check waits as a timed call does: auto is call on
-  // cuda (as profile's with its default kernel trace), each on the CPU.
-  std::string forward_sync = "auto";
+  std::string forward_sync = "each";  // the same (EvaluationSettings), a check waits as a timed call
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
 };
 

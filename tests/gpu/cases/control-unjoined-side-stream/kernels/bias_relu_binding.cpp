@@ -1,10 +1,9 @@
-// GPU case: the output computed on a side stream the caller's stream never waits for, after a
-// stall of about a millisecond there (catalog 9's shape: work off the stream a timer watches).
-// PyTorch's rule is broken: a caller reading the output on its current stream reads it
-// unfinished. By default on cuda (--forward-sync auto: call) the harness copies the output in the
-// current stream's order, before the side stream wrote it: FAIL_INCORRECT, never a PASS timed
-// without the side stream's work. (Under --forward-sync each the harness waits for the whole
-// device first: PASS, the stall inside every timed window.)
+// GPU control: the output computed on a side stream the caller's stream never waits for, after a
+// stall of about a millisecond there (catalog 9's shape: work off the stream a timer watches,
+// without cheating on the result). By default (--forward-sync each) the harness waits for the
+// whole device before it copies the output out, so this is correct, must PASS, and its stall is
+// inside every timed window. Under --forward-sync call the copy would be taken before the side
+// stream wrote the output: FAIL_INCORRECT, never a PASS timed without the side stream's work.
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/extension.h>
 
