@@ -101,40 +101,45 @@ def copy_out(torch, result_leaves, result_structure, out_specs, out_views):
     return answer
 
 
-def output_marker():
-    """The kernel trace's mark of a forward's end (cudaagent_cupti_mark of the CUPTI injection
-    library, when it traces this process): called once the forward has returned and before its
-    output is copied, with the stream the copies go on. The trusted side then checks that nothing
-    the forward launched was still running once its first copy began: with one wait per call
-    ("forward_sync" "call") work left on a stream never joined back would otherwise run past the
-    timed window. A function of the stream; a no-op where nothing traces."""
+def injection_function(name):
+    """A function of the CUPTI injection library (lib/cuda/cupti_inject), when it traces this
+    process (CUDA_INJECTION64_PATH and CUDAAGENT_CUPTI_OUT set), else None."""
     library = os.environ.get("CUDA_INJECTION64_PATH")
     if not library or not os.environ.get("CUDAAGENT_CUPTI_OUT"):
-        return lambda stream: None
+        return None
     import ctypes
 
     try:
-        mark = ctypes.CDLL(library).cudaagent_cupti_mark
+        return getattr(ctypes.CDLL(library), name)
     except (OSError, AttributeError):
-        return lambda stream: None  # no marks: the trusted side reads the calls as unmarked
+        return None
+
+
+def output_marker():
+    """The kernel trace's mark of a forward's end (cudaagent_cupti_mark): called once the forward
+    has returned and before its output is copied, with the stream the copies go on. The trusted
+    side then checks that nothing the forward launched was still running once its first copy
+    began: with one wait per call ("forward_sync" "call") work left on a stream never joined back
+    would otherwise run past the timed window. A function of the stream; a no-op where nothing
+    traces (the trusted side then reads the calls as unmarked)."""
+    mark = injection_function("cudaagent_cupti_mark")
+    if mark is None:
+        return lambda stream: None
+    import ctypes
+
     mark.argtypes = [ctypes.c_void_p]
     mark.restype = ctypes.c_int
     return lambda stream: mark(ctypes.c_void_p(stream.cuda_stream))
 
 
 def flush_kernel_trace():
-    """Writes out the kernel trace of this process, when the CUPTI injection library traces it
-    (CUDA_INJECTION64_PATH): the worker ends a job with os._exit, which skips the library's own
-    flush at exit. Before the answer to "exit", so the trace is whole once the owner replies."""
-    library = os.environ.get("CUDA_INJECTION64_PATH")
-    if not library or not os.environ.get("CUDAAGENT_CUPTI_OUT"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(library).cudaagent_cupti_flush()
-    except (OSError, AttributeError):
-        pass  # the trace then lacks its summary line, which the trusted side reads as a gap
+    """Writes out the kernel trace of this process, when the CUPTI injection library traces it:
+    the worker ends a job with os._exit, which skips the library's own flush at exit. Before the
+    answer to "exit", so the trace is whole once the owner replies. Without the library's function
+    the trace lacks its summary line, which the trusted side reads as a gap."""
+    flush = injection_function("cudaagent_cupti_flush")
+    if flush is not None:
+        flush()
 
 
 def main():
