@@ -75,6 +75,7 @@ struct Evaluator::State {
   std::string harness, harness_hash;
   std::string root, owner_in, state_root, socket_root, candidate_in;
   std::string trace_path;  // the candidate runner's kernel trace; empty: not traced
+  std::string baseline_trace_path;  // the baselines' runner's, written and never read; empty: not traced
   std::unique_ptr<RemovedTree> remove_root;
   std::unique_ptr<HarnessWorker> owner_worker, baseline_worker, candidate_worker;
   std::optional<HarnessSession> owner, baseline, candidate;
@@ -143,16 +144,18 @@ struct Evaluator::State {
     const std::string dir = root + "/trace";
     if (!make_directories(dir, 0711)) return Status::error("cannot create " + cudaagent::quoted(dir));
     trace_path = dir + "/candidate.jsonl";
-    return empty_trace();
+    if (settings.trace_baselines) {
+      baseline_trace_path = dir + "/baseline.jsonl";
+      if (Status emptied = empty_trace(baseline_trace_path, std::nullopt); !emptied) return emptied;
+    }
+    return empty_trace(trace_path, settings.candidate_user);
   }
 
-  Status empty_trace() const {
-    const int fd = ::open(trace_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::error("cannot empty the kernel trace " + cudaagent::quoted(trace_path));
+  Status empty_trace(const std::string& path, const std::optional<ProcessCredentials>& user) const {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::error("cannot empty the kernel trace " + cudaagent::quoted(path));
     bool ok = true;
-    if (settings.candidate_user) {
-      ok = ::fchown(fd, settings.candidate_user->uid, settings.candidate_user->gid) == 0;
-    }
+    if (user) ok = ::fchown(fd, user->uid, user->gid) == 0;
     ::close(fd);
     if (!ok) return Status::error("cannot give the kernel trace to the candidate's user");
     return Status::ok();
@@ -323,21 +326,30 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings
   const EvaluationSettings& s = state->settings;
   state->owner_worker = state->make_worker("owner", {state->harness, state->owner_in},
                                            {state->state_root, state->socket_root}, std::nullopt);
-  state->baseline_worker = state->make_worker(
-      "baseline", {state->harness, state->owner_in, state->state_root, state->socket_root + "/baseline"},
-      {}, std::nullopt);
   std::vector<std::string> candidate_readable = {state->harness, s.policy_path, state->candidate_in,
                                                  state->state_root, state->socket_root + "/candidate"};
-  std::vector<std::string> candidate_writable, candidate_env;
+  std::vector<std::string> baseline_readable = {state->harness, state->owner_in, state->state_root,
+                                                state->socket_root + "/baseline"};
+  std::vector<std::string> candidate_writable, candidate_env, baseline_writable, baseline_env;
+  const auto trace_env = [&](const std::string& path) {
+    return std::vector<std::string>{"CUDA_INJECTION64_PATH=" + s.kernel_trace_library, "CUDAAGENT_CUPTI_OUT=" + path,
+                                    std::string("CUDAAGENT_CUPTI_PROVENANCE=") +
+                                        (s.kernel_trace_provenance ? "1" : "0")};
+  };
   if (!s.kernel_trace_library.empty() && s.device != "cpu") {
     auto traced = state->prepare_trace(s.kernel_trace_library);
     if (!traced) return traced;
     candidate_readable.push_back(s.kernel_trace_library);
     candidate_writable.push_back(state->trace_path);
-    candidate_env = {"CUDA_INJECTION64_PATH=" + s.kernel_trace_library,
-                     "CUDAAGENT_CUPTI_OUT=" + state->trace_path,
-                     std::string("CUDAAGENT_CUPTI_PROVENANCE=") + (s.kernel_trace_provenance ? "1" : "0")};
+    candidate_env = trace_env(state->trace_path);
+    if (s.trace_baselines) {
+      baseline_readable.push_back(s.kernel_trace_library);
+      baseline_writable.push_back(state->baseline_trace_path);
+      baseline_env = trace_env(state->baseline_trace_path);
+    }
   }
+  state->baseline_worker = state->make_worker("baseline", std::move(baseline_readable), std::move(baseline_writable),
+                                              std::nullopt, baseline_env);
   state->candidate_worker = state->make_worker("candidate", std::move(candidate_readable),
                                                std::move(candidate_writable), s.candidate_user, candidate_env);
   return std::unique_ptr<Evaluator>(new Evaluator(std::move(state)));
@@ -498,7 +510,7 @@ Result<RunnerStart> Evaluator::attach_candidate(const std::string& work_dir) {
   if (!st.owner) return Status::error("no task is open");
   st.end_runner(st.candidate, "candidate");
   if (!st.trace_path.empty()) {
-    if (Status emptied = st.empty_trace(); !emptied) return emptied;
+    if (Status emptied = st.empty_trace(st.trace_path, st.settings.candidate_user); !emptied) return emptied;
   }
   if (st.settings.candidate_user) {
     // The runner runs as another, unprivileged user: the build must be readable to it (it holds
@@ -519,6 +531,9 @@ Result<RunnerStart> Evaluator::attach_baseline() {
   State& st = *state_;
   if (!st.owner) return Status::error("no task is open");
   if (st.baseline) return RunnerStart{true, "", std::nullopt, "{}", {}, 0};
+  if (!st.baseline_trace_path.empty()) {  // one task's baselines at a time: the file stays small
+    if (Status emptied = st.empty_trace(st.baseline_trace_path, std::nullopt); !emptied) return emptied;
+  }
   HarnessJob job = st.job("session_runner.py",
                           {"--role", "baseline", "--socket", st.socket_root + "/baseline/baseline.sock",
                            "--state", st.state_dir, "--task", st.task_path, "--device", st.settings.device,

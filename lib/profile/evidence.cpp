@@ -236,7 +236,7 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("max_speedup", s.flags.max_speedup).field("call_wait", s.call_wait);
   json.field("call_diagnostics", s.call_diagnostics).field("forwards_per_call", s.forwards_per_call);
   json.field("forward_sync", s.forward_sync).field("call_timer", s.call_timer).field("call_lead_us", s.call_lead_us);
-  json.field("cpu_groups", s.cpu_groups);
+  json.field("cpu_groups", s.cpu_groups).field("baseline_trace", s.baseline_trace);
   json.field("bandwidth_gbs", s.bandwidth_gbs).field("atol", s.atol).field("rtol", s.rtol);
   json.field("python_policy", s.python_policy).field("build_cached", build_cached);
   json.field("host_optimization", s.build.host_optimization).end_object();

@@ -272,6 +272,10 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kernel-trace-library", s.kernel_trace_library, "The injection library (default: "
                  "libcudaagent_cupti.so installed beside the programs)")->type_name("PATH");
+  app.add_option("--baseline-trace", s.baseline_trace, "Start the baselines' runner with the kernel "
+                 "trace too (its trace is not read), so the tracer's cost per launch falls on both arms "
+                 "of the speedup: on, or off (the candidate's alone)")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--kernel-provenance", s.kernel_provenance, "Record which shared object launched each "
                "kernel (a stack walk per launch, a few us that count against the candidate) and "
                "decide the fallback gate by it instead of by kernel names");

@@ -111,6 +111,11 @@ struct EvaluationSettings {
   // launch, about 6 us each on an H200: it counts against the candidate's time). Off: kernels are
   // told apart by their names.
   bool kernel_trace_provenance = false;
+  // The baselines' runner started with the same library, its trace written beside the
+  // candidate's and never read: the tracer's cost per launch (CUPTI's callback and record, a few
+  // us) then falls on both arms of a speedup, not on the candidate's alone, which made a 10 us
+  // kernel look 0.6x eager when no host wait hid the launches (--forward-sync call).
+  bool trace_baselines = false;
 };
 
 // The most memory one runner's slots (N inputs and N outputs of a call) may take on the device.

@@ -89,6 +89,9 @@ struct ProfileSettings {
   std::string kernel_trace = "on";
   std::string kernel_trace_library;  // empty: installed_library("libcudaagent_cupti.so")
   bool kernel_provenance = false;    // see EvaluationSettings::kernel_trace_provenance
+  // "on": the baselines' runner is traced too (EvaluationSettings::trace_baselines), so the
+  // tracer's launch cost is on both arms; "off": on the candidate's alone. Only with the trace.
+  std::string baseline_trace = "off";
   KernelPolicy kernel_policy;        // require_provenance follows kernel_provenance
   BootstrapSettings bootstrap;
 };
@@ -128,6 +131,8 @@ class Profiler {
   // "profile-baseline", keyed by baseline_key().
   void use_store(ResultStore* store) { store_ = store; }
   std::string baseline_key(const std::string& model_py) const;
+  // Whether the baselines' runner carries the kernel trace too (ProfileSettings::baseline_trace).
+  bool traces_baselines() const;
 
   const TorchEnv& torch() const { return torch_; }
   const ProfileSettings& settings() const { return settings_; }
