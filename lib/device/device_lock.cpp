@@ -2,10 +2,12 @@
 #include "cudaagent/device/device_lock.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <utility>
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/session.h"
+#include "cudaagent/device/gpu_query.h"
 
 namespace cudaagent {
 
@@ -38,6 +40,18 @@ std::string device_lock_name(const std::string& device, const std::string& gpu_i
     *note = "the GPU lock falls back to the device index " + gpu_index + ": " + uuid.status().message();
   }
   return "gpu-index-" + safe(gpu_index.empty() ? "0" : gpu_index);
+}
+
+Result<DeviceLock> lock_this_device(const std::string& cache_dir, const std::string& device, std::string& name,
+                                    double timeout_seconds, const std::function<void(const std::string&)>& log,
+                                    const std::atomic<int>* stop) {
+  if (name.empty()) {
+    std::string note;
+    name = device_lock_name(device, visible_gpu_index(std::getenv("CUDA_VISIBLE_DEVICES")),
+                            [](const std::string& index) { return query_gpu_uuid(index); }, &note);
+    if (!note.empty() && log) log(note);
+  }
+  return DeviceLock::acquire(cache_dir + "/locks", name, timeout_seconds, log, stop);
 }
 
 }  // namespace cudaagent

@@ -274,13 +274,8 @@ Result<ProfileOutcome> Profiler::profile_once(const ProfileRequest& request, boo
   // 4. The device, exclusively, for the rounds.
   phase = SteadyClock::now();
   const std::string gpu_index = visible_gpu_index(std::getenv("CUDA_VISIBLE_DEVICES"));
-  if (lock_name_.empty()) {
-    std::string note;
-    lock_name_ = device_lock_name(s.device, gpu_index, [](const std::string& index) { return query_gpu_uuid(index); }, &note);
-    if (!note.empty() && log) log(note);
-  }
   // A stop request ends the wait for the device too (a queued profile under Slurm's SIGTERM).
-  auto acquired = DeviceLock::acquire(s.cache_dir + "/locks", lock_name_, s.lock_timeout_seconds, log, s.stop);
+  auto acquired = lock_this_device(s.cache_dir, s.device, lock_name_, s.lock_timeout_seconds, log, s.stop);
   if (!acquired) return evidence.finish(Verdict::kInfraError, acquired.status().message());
   std::optional<DeviceLock> lock(std::move(acquired).value());
   evidence.timings.emplace_back("device_lock_wait", since(phase));

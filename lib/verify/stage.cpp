@@ -210,6 +210,8 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "candidate in seconds")->capture_default_str();
   app.add_option("--load-timeout", s.load_timeout_seconds, "Wall-clock limit of loading the task "
                  "or the candidate (imports, model build) in seconds")->capture_default_str();
+  app.add_option("--lock-timeout", s.lock_timeout_seconds, "Seconds to wait for the device lock "
+                 "(a GPU's checks take it, as profile's timed rounds do)")->capture_default_str();
   app.add_option("--bwrap", options.bwrap, "The bubblewrap program")->capture_default_str();
   app.add_flag("--allow-unsandboxed", options.allow_unsandboxed, "Run untrusted code even when "
                "the OS sandbox is below the minimum (never for rewards)");

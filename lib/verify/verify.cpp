@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <optional>
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/json_writer.h"
@@ -16,6 +17,7 @@
 #include "cudaagent/base/version.h"
 #include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/candidate/workspace.h"
+#include "cudaagent/device/device_lock.h"
 #include "cudaagent/records/record.h"
 #include "cudaagent/verify/decision.h"
 
@@ -364,7 +366,22 @@ Result<VerifyOutcome> Verifier::verify(const VerifyRequest& request) {
     return finish();
   }
 
-  // 3. The candidate's runner, its checked calls, its end.
+  // 3. The candidate's runner, its checked calls, its end: on a GPU, under the device's lock, so
+  // that its work never lands inside another job's timed calls (an agent's pipeline checks the
+  // next edit while profile times this one). On the CPU builds and everything else share the
+  // cores anyway, and serialising the checks would only slow parallel runs.
+  std::optional<DeviceLock> lock;
+  if (settings_.device == "cuda") {
+    phase = SteadyClock::now();
+    auto acquired = lock_this_device(settings_.cache_dir, settings_.device, lock_name_,
+                                     settings_.lock_timeout_seconds, {}, settings_.stop);
+    evidence.timings.emplace_back("device_lock_wait", since(phase));
+    if (!acquired) {
+      facts.infra = acquired.status().message();
+      return finish();
+    }
+    lock.emplace(std::move(acquired).value());
+  }
   phase = SteadyClock::now();
   auto start = evaluator_->attach_candidate(work);
   evidence.timings.emplace_back("candidate_start", since(phase));

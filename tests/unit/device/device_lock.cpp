@@ -42,6 +42,21 @@ TEST_CASE("a wait for a busy lock ends on a stop request (issue 16)") {
   CHECK(waiter.status().message().find("stopped by signal 15 while waiting for") == 0);
 }
 
+TEST_CASE("this process's device lock is named once and shared by every job that asks for it") {
+  // verify's GPU checks and profile's rounds both come here: one lock file under cache_dir/locks.
+  testing::TempDir dir;
+  std::string name;
+  auto held = lock_this_device(dir.path().string(), "cpu", name, 1);
+  REQUIRE_MESSAGE(held, held.status().message());
+  CHECK(name == "cpu");
+  CHECK(held.value().path() == dir.file("locks") + "/cpu.lock");
+  std::string again = name;
+  auto busy = lock_this_device(dir.path().string(), "cpu", again, 0.2);
+  CHECK_FALSE(busy);  // another job of the machine waits while the first holds it
+  { DeviceLock released = std::move(held).value(); }
+  CHECK(lock_this_device(dir.path().string(), "cpu", again, 1));
+}
+
 TEST_CASE("a GPU's lock is named by its UUID, whatever index a process knows it by") {
   // Two processes that see the same physical GPU as different indices (a Slurm job sees its GPU
   // as 0) take the same lock.

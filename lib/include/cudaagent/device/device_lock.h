@@ -44,4 +44,11 @@ std::string device_lock_name(const std::string& device, const std::string& gpu_i
                              const std::function<Result<std::string>(const std::string&)>& uuid_of,
                              std::string* note = nullptr);
 
+// The lock of the device this process uses (its GPU: CUDA_VISIBLE_DEVICES's first entry, or the
+// CPU), in cache_dir/locks: `name` holds the lock's name once found (the GPU's UUID is asked of
+// nvidia-smi once per process, not per job); `log` gets the fallback note and the waiting message.
+Result<DeviceLock> lock_this_device(const std::string& cache_dir, const std::string& device, std::string& name,
+                                    double timeout_seconds, const std::function<void(const std::string&)>& log = {},
+                                    const std::atomic<int>* stop = nullptr);
+
 }  // namespace cudaagent

@@ -49,6 +49,9 @@ struct VerifySettings {
   double call_lead_us = 0;  // the same: a check and a timed call wait alike
   std::string forward_sync = "each";  // the same (EvaluationSettings), a check waits as a timed call
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
+  // Waiting for the device lock (device_lock.h) that a check on the GPU takes, as profile's rounds
+  // do: a check run beside another job's timed calls would be inside their windows.
+  double lock_timeout_seconds = 3600;
 };
 
 // A candidate to verify. Either a workspace directory or a files map; the reference source always
@@ -105,6 +108,7 @@ class Verifier {
   std::unique_ptr<Evaluator> evaluator_;
   ResultStore* store_ = nullptr;
   std::uint64_t jobs_ = 0;
+  std::string lock_name_;  // the device's lock, named at the first check on a GPU
   StaticPolicy policy_;  // the static policies, shared with profile (candidate/static_policy.h)
 };
 
