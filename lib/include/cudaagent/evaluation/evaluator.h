@@ -113,8 +113,8 @@ struct EvaluationSettings {
   bool kernel_trace_provenance = false;
   // The baselines' runner started with the same library, its trace written beside the
   // candidate's and never read: the tracer's cost per launch (CUPTI's callback and record, a few
-  // us) then falls on both arms of a speedup, not on the candidate's alone, which made a 10 us
-  // kernel look 0.6x eager when no host wait hid the launches (--forward-sync call).
+  // us) then falls on both arms of a speedup, not on the candidate's alone. Off by default: on an
+  // H100 it moved no speedup beyond the noise of the kernels small enough to feel it.
   bool trace_baselines = false;
 };
 
