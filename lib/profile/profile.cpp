@@ -51,6 +51,11 @@ std::string last_line(std::string text) {
   return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
+// Whether the baselines' runner carries the kernel trace too: only where the candidate's does.
+bool traces_baselines(const ProfileSettings& s) {
+  return s.device == "cuda" && s.kernel_trace == "on" && s.baseline_trace == "on";
+}
+
 }  // namespace
 
 Profiler::Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Evaluator> evaluator)
@@ -58,10 +63,6 @@ Profiler::Profiler(ProfileSettings settings, TorchEnv torch, std::unique_ptr<Eva
 Profiler::Profiler(Profiler&&) noexcept = default;
 Profiler& Profiler::operator=(Profiler&&) noexcept = default;
 Profiler::~Profiler() = default;
-
-bool Profiler::traces_baselines() const {
-  return settings_.device == "cuda" && settings_.kernel_trace == "on" && settings_.baseline_trace == "on";
-}
 
 std::string Profiler::baseline_key(const std::string& model_py) const {
   const ProfileSettings& s = settings_;
@@ -83,7 +84,7 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   // Another clock, other samples; only when not the default, so older keys still match.
   if (s.call_timer != "host") key.field("call_timer", s.call_timer);
   if (s.call_lead_us > 0) key.field("call_lead_us", s.call_lead_us);
-  if (traces_baselines()) key.field("baseline_trace", true);  // traced baselines: other samples
+  if (traces_baselines(s)) key.field("baseline_trace", true);  // traced baselines: other samples
   // Placed processes take another share of the machine's cores: other samples, another key.
   key.field("cpu_groups", s.cpu_groups).end_object();
   return sha256_hex(material);
@@ -133,7 +134,7 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
     }
     evaluation.kernel_trace_library = settings.kernel_trace_library;
     evaluation.kernel_trace_provenance = settings.kernel_provenance;
-    evaluation.trace_baselines = settings.baseline_trace == "on";
+    evaluation.trace_baselines = traces_baselines(settings);
   }
   auto policy = load_static_policy(settings.python_policy, torch.value().python, share_dir());
   if (!policy) return policy.status();

@@ -131,8 +131,6 @@ class Profiler {
   // "profile-baseline", keyed by baseline_key().
   void use_store(ResultStore* store) { store_ = store; }
   std::string baseline_key(const std::string& model_py) const;
-  // Whether the baselines' runner carries the kernel trace too (ProfileSettings::baseline_trace).
-  bool traces_baselines() const;
 
   const TorchEnv& torch() const { return torch_; }
   const ProfileSettings& settings() const { return settings_; }
