@@ -170,6 +170,53 @@ class CompareTest(unittest.TestCase):
             self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
             self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
 
+    def test_a_finite_reference_takes_the_short_pass_with_the_same_answers(self):
+        # No NaN or infinity in the reference (the usual case): the comparator drops the masks
+        # that only non-finite references need. NaN and infinities in the output, outputs near
+        # the tolerance's edge, chunk boundaries: the same mismatches and statistics as the rule
+        # written plainly.
+        generator = torch.Generator().manual_seed(11)
+        for trial in range(40):
+            dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
+            n = 300 + 41 * trial
+            reference = (torch.randn(n, generator=generator) * 10.0 ** (trial % 5 - 3)).to(dtype)
+            e = reference.double()
+            edge = 1e-2 * min(1.0, float(e.abs().mean())) + 1e-2 * e.abs()
+            actual = (e + edge * (torch.rand(n, generator=generator, dtype=torch.float64) * 2.4 - 1.2)).to(dtype)
+            if trial % 3:
+                specials = torch.randint(0, n, (6,), generator=generator).tolist()
+                for k, index in enumerate(specials):
+                    actual[index] = (float("nan"), float("inf"), -float("inf"))[k % 3]
+            bad, first, max_abs, max_rel = plain_rule(reference, actual, 1e-2, 1e-2)
+            found = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output", chunk=61)
+            label = f"trial {trial} ({dtype})"
+            if bad:
+                self.assertEqual(found[0], "values", label)
+                self.assertEqual(found[2], bad, label)
+                self.assertIn(f"first at flat index {first}:", found[1], label)
+            else:
+                self.assertIsNone(found[0], label)
+            self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
+            self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
+
+    def test_an_output_of_nan_only_is_constant_whatever_the_reference(self):
+        # All NaN where a finite reference varies: degenerate, across chunks, as where the
+        # reference holds a NaN itself; one number among the NaN makes it a plain mismatch.
+        for reference in (torch.rand(1000) + 0.5, torch.cat([torch.rand(999) + 0.5, torch.tensor([float("nan")])])):
+            nan = torch.full((1000,), float("nan"))
+            found = compare.compare_tensor(torch, reference, nan, 1e-2, 1e-2, True, "output", chunk=64)
+            self.assertEqual(found[0], "degenerate")
+            self.assertEqual(found[2], 1000)
+            nan[800] = 1.0
+            found = compare.compare_tensor(torch, reference, nan, 1e-2, 1e-2, True, "output", chunk=64)
+            self.assertEqual(found[0], "values")
+        # A finite sum that overflows float64 is read as non-finite: the long pass, same answer.
+        huge = torch.tensor([1e308, 1e308, -1e308, 5.0], dtype=torch.float64)
+        self.assertTrue(check(huge, huge.clone())["match"])
+        off = huge.clone()
+        off[3] = 6.0
+        self.assertFalse(check(huge, off)["match"])
+
     def test_complex_outputs_are_judged_by_both_parts(self):
         reference = torch.randn(64, dtype=torch.complex64)
         self.assertTrue(check(reference, reference.clone())["match"])
