@@ -17,7 +17,8 @@
 # ("relu_16m sgemm_2048 sgemm_4096"), CPU_GROUPS ("off": the A-A's placements, "off on" runs each
 # repeat without and with profile's --cpu-groups), CALL_TIMERS ("auto", the tools' default: the A-A's
 # --call-timer values, "host gpu" runs each repeat with both clocks; gpu-leadN adds --call-lead-us N), VERIFY_ARGS (more cudaagent-verify
-# arguments for the cases; PROFILE_ARGS reach the cases' profile too).
+# arguments for the cases; PROFILE_ARGS reach the cases' profile too), VERIFY_NICE (0: the niceness
+# of the loop's one-pipeline verify, whose builds of the next edits overlap profile's rounds).
 set -uo pipefail
 bin=$1 out=$2 anchor=${3:-} budget=${4:-540}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -116,7 +117,10 @@ if [[ $sections == *loop* ]]; then
     edits=()
     for i in $(seq 1 "$n"); do edits+=("$scratch/warm-$kind-$i"); done
     t=$(now)
-    "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" "${edits[@]}" 2>>"$log" |
+    # VERIFY_NICE lowers the CPU priority of verify and its compilers, which build the next edit
+    # while profile times this one: whether the builds are what spreads the timed calls.
+    nice -n "${VERIFY_NICE:-0}" "$bin/cudaagent-verify" --quiet --device cuda --task "$scratch/model-$kind.py" \
+      "${edits[@]}" 2>>"$log" |
       "$bin/cudaagent-profile" --quiet --device cuda --db "$db" --forwards-per-call "${LOOP_FORWARDS:-1}" "${profile_args[@]}" 2>>"$log" |
       "$bin/cudaagent-reward" --quiet "${trusted[@]}" >"$out/warm-$kind.jsonl" 2>>"$log"
     total=$(elapsed "$t")
