@@ -21,6 +21,20 @@ class CompareTest(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(0)
 
+    def assert_as_the_plain_rule(self, reference, actual, chunk, label):
+        """The comparator, in chunks of `chunk` elements, finds the mismatches (count and first)
+        and the statistics of plain_rule below."""
+        bad, first, max_abs, max_rel = plain_rule(reference, actual, 1e-2, 1e-2)
+        found = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, False, "output", chunk=chunk)
+        if bad:
+            self.assertEqual(found[0], "values", label)
+            self.assertEqual(found[2], bad, label)
+            self.assertIn(f"first at flat index {first}:", found[1], label)
+        else:
+            self.assertIsNone(found[0], label)
+        self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
+        self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
+
     def test_small_outputs_wrong_in_most_elements_fail(self):
         logits = torch.randn(4, 8192)
         reference = torch.softmax(logits, dim=1)  # values near 1.2e-4
@@ -158,17 +172,7 @@ class CompareTest(unittest.TestCase):
                     reference[index] = values[k % 3]
                 if side != 0:
                     actual[index] = values[k % 3]
-            bad, first, max_abs, max_rel = plain_rule(reference, actual, 1e-2, 1e-2)
-            found = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, False, "output", chunk=97)
-            label = f"trial {trial} ({dtype})"
-            if bad:
-                self.assertEqual(found[0], "values", label)
-                self.assertEqual(found[2], bad, label)
-                self.assertIn(f"first at flat index {first}:", found[1], label)
-            else:
-                self.assertIsNone(found[0], label)
-            self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
-            self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
+            self.assert_as_the_plain_rule(reference, actual, 97, f"trial {trial} ({dtype})")
 
     def test_a_finite_reference_takes_the_short_pass_with_the_same_answers(self):
         # No NaN or infinity in the reference (the usual case): the comparator drops the masks
@@ -187,17 +191,7 @@ class CompareTest(unittest.TestCase):
                 specials = torch.randint(0, n, (6,), generator=generator).tolist()
                 for k, index in enumerate(specials):
                     actual[index] = (float("nan"), float("inf"), -float("inf"))[k % 3]
-            bad, first, max_abs, max_rel = plain_rule(reference, actual, 1e-2, 1e-2)
-            found = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output", chunk=61)
-            label = f"trial {trial} ({dtype})"
-            if bad:
-                self.assertEqual(found[0], "values", label)
-                self.assertEqual(found[2], bad, label)
-                self.assertIn(f"first at flat index {first}:", found[1], label)
-            else:
-                self.assertIsNone(found[0], label)
-            self.assertAlmostEqual(found[-2], max_abs, delta=1e-6 * max(1.0, max_abs), msg=label)
-            self.assertAlmostEqual(found[-1], max_rel, delta=1e-5 * max(1.0, max_rel), msg=label)
+            self.assert_as_the_plain_rule(reference, actual, 61, f"trial {trial} ({dtype})")
 
     def test_an_output_of_nan_only_is_constant_whatever_the_reference(self):
         # All NaN where a finite reference varies: degenerate, across chunks, as where the
