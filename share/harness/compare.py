@@ -116,7 +116,9 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
     a_low = torch.full((), float("inf"), dtype=working, device=device)
     a_high = torch.full((), -float("inf"), dtype=working, device=device)
     e_low, e_high = a_low.clone(), a_high.clone()
-    a_all_nan = torch.ones((), dtype=torch.bool, device=device)
+    # A finite reference is not all NaN, and an output that is all NaN then mismatches
+    # everywhere: whether it is all NaN is asked after the loop, only when something mismatched.
+    a_all_nan = torch.full((), not finite_reference, dtype=torch.bool, device=device)
     e_all_nan = a_all_nan.clone()
     read = 0
     for at in _chunks(n, chunk):
@@ -141,11 +143,6 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
             e_all_nan &= e_nan.all()
         if stop_at_first and int(count.item()):
             break
-    if finite_reference:
-        # A finite reference is not all NaN, and an output that is all NaN then mismatches
-        # everywhere: whether it is all NaN is asked below, only when something mismatched.
-        e_all_nan.fill_(False)
-        a_all_nan.fill_(False)
     a_constant = (a_low == a_high) | a_all_nan
     e_constant = (e_low == e_high) | e_all_nan
     count, max_abs, max_rel, absolute, a_constant, e_constant = torch.stack([
