@@ -15,9 +15,11 @@
 #     the window; then the kernel trace's output marks must catch it: the stall timed (at least
 #     0.4 ms) or the reward withheld (work_after_output), never an untimed PASS
 #   plain and before: PASS under both (the output marks raise nothing on honest work)
+# PROFILE_ARGS: more profile arguments for every run (--call-lead-us N: does the lead, which
+# opens the window later, let "before"'s stall run ahead of it?).
 # Usage: tests/gpu/window_escape_check.sh BIN_DIR OUT_DIR. Needs CUDA.
 set -uo pipefail
-(($# == 2)) || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+(($# == 2)) || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 bin=$1 out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
@@ -37,7 +39,7 @@ done
 # profile ARM SYNC: the candidate's median ms per call after the call's cost (empty if none).
 profile() {
   "$bin/cudaagent-profile" --quiet --device cuda --task "$out/$1/model.py" --compile-mode none \
-    --forward-sync "$2" "$out/$1" >"$out/$1-$2.json" 2>>"$out/log.txt"
+    --forward-sync "$2" ${PROFILE_ARGS:-} "$out/$1" >"$out/$1-$2.json" 2>>"$out/log.txt"
   jq -r '.profile.times_ms.candidate.median // empty' "$out/$1-$2.json"
 }
 extra() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "") printf "%.3f", a - b; else print "n/a" }'; }
