@@ -260,6 +260,20 @@ Result<std::string> resolve_call_timer(const std::string& call_timer, const std:
   return Status::error("unknown call timer " + cudaagent::quoted(call_timer) + " (auto, host or gpu)");
 }
 
+Result<std::string> resolve_forward_sync(const std::string& forward_sync, const std::string& device,
+                                         int forwards_per_call, bool traced) {
+  if (forward_sync == "auto") {
+    return std::string(device == "cuda" && forwards_per_call == 1 && traced ? "call" : "each");
+  }
+  if (forward_sync == "each" || forward_sync == "call") return forward_sync;
+  return Status::error("unknown forward sync " + cudaagent::quoted(forward_sync) + " (auto, each or call)");
+}
+
+double resolve_call_lead_us(double call_lead_us, const std::string& call_timer, const std::string& forward_sync) {
+  if (call_lead_us != kAutoCallLead) return call_lead_us;
+  return call_timer == "gpu" && forward_sync == "call" ? kCallLeadUs : 0.0;
+}
+
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();

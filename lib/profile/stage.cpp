@@ -202,10 +202,11 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
                  "trusted code: a first forward could compute the later slots)")
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--forward-sync", s.forward_sync, "When the candidate's process waits for the device in a "
-                 "call: each (after every forward and its copy) or call (once, after the last output "
+                 "call: each (after every forward and its copy), call (once, after the last output "
                  "is copied in the current stream's order; work a candidate leaves running past the window "
-                 "is caught only by the kernel trace, and several forwards per call are for trusted code)")
-      ->capture_default_str()->check(CLI::IsMember({"each", "call"}));
+                 "is caught only by the kernel trace, and several forwards per call are for trusted code) "
+                 "or auto (call on cuda with one forward per call and the kernel trace on, else each)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "each", "call"}));
   app.add_option("--call-timer", s.call_timer, "What times a call: gpu (CUDA events on the owner's "
                  "stream, ordered against the candidate's by flags the GPU writes; no messages in "
                  "the window), host (the owner's clock around the messages) or auto (gpu on cuda, "
@@ -213,7 +214,8 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
       ->capture_default_str()->check(CLI::IsMember({"auto", "host", "gpu"}));
   app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: a pause on the owner's "
                  "stream before each call's window opens, so the candidate's launches are queued "
-                 "by then (0: none)")->capture_default_str()->check(CLI::Range(0.0, 10000.0));
+                 "by then (0: none; default: 600 with the GPU timer and --forward-sync call, else 0)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_flag("--cpu-groups", s.cpu_groups, "Run the session's owner and its two runners each on "
                "a group of whole cores of its own (of the CPUs this process may use), so the "
                "scheduler never puts two of them on one core");

@@ -187,13 +187,13 @@ void add_verify_flags(CLI::App& app, VerifyOptions& options) {
                  "both, so that a check and a timed call look alike to the candidate)")
       ->capture_default_str()->check(CLI::IsMember({"auto", "host", "gpu"}));
   app.add_option("--call-lead-us", s.call_lead_us, "With --call-timer gpu: the pause before each "
-                 "call's window (as cudaagent-profile's; give both the same)")
-      ->capture_default_str()->check(CLI::Range(0.0, 10000.0));
+                 "call's window (as cudaagent-profile's, and the same default; give both the same)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--forward-sync", s.forward_sync, "When the candidate's process waits for the "
                  "device in a check: each (between the forward and the copy, and after it) or call "
-                 "(once, after its output is copied in the current stream's order); as "
-                 "cudaagent-profile's, give both the same")
-      ->capture_default_str()->check(CLI::IsMember({"each", "call"}));
+                 "(once, after its output is copied in the current stream's order) or auto (call on "
+                 "cuda, as cudaagent-profile's default; give both the same)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "each", "call"}));
   app.add_option("--checks", s.checks, "Fresh input sets to compare")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--atol", s.atol, "Absolute tolerance, scaled down for outputs smaller than 1 "

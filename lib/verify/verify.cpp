@@ -206,6 +206,12 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();
   settings.call_timer = timer.value();
+  // As profile resolves its defaults on this device (one forward per check; profile's candidate
+  // traced by default), so that a check and a timed call wait alike.
+  auto sync = resolve_forward_sync(settings.forward_sync, settings.device, 1, true);
+  if (!sync) return sync.status();
+  settings.forward_sync = sync.value();
+  settings.call_lead_us = resolve_call_lead_us(settings.call_lead_us, settings.call_timer, settings.forward_sync);
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

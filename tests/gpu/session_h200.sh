@@ -182,7 +182,7 @@ fi
 #    but the times stand), a few repeats per time class: "no_significant_difference" expected. It
 #    imports `model`, outside model_new.py's static policy: --no-python-policy. Each repeat runs
 #    once per call wait in CALL_WAITS ("spin block": profile's --call-wait) and per forwards per
-#    call in FORWARDS ("1": --forwards-per-call) and per FORWARD_SYNCS ("each", the tools' default: --forward-sync)
+#    call in FORWARDS ("1": --forwards-per-call) and per FORWARD_SYNCS ("auto", the tools' default: --forward-sync)
 #    and per CPU_GROUPS ("off"; "on": --cpu-groups), back to back, so the variants meet the same machine; --call-diagnostics says where each
 #    call's time went.
 if [[ $sections == *aa* ]]; then
@@ -190,14 +190,14 @@ if [[ $sections == *aa* ]]; then
     for r in $(seq 1 "${AA_REPEATS:-3}"); do
       for wait in ${CALL_WAITS:-spin block}; do
         for forwards in ${FORWARDS:-1}; do
-          for sync in ${FORWARD_SYNCS:-each}; do
+          for sync in ${FORWARD_SYNCS:-auto}; do
             for groups in ${CPU_GROUPS:-off}; do
               for timer in ${CALL_TIMERS:-auto}; do
                 (($(left) > 30)) || break 7
                 variant=$wait
                 [[ $timer == auto ]] || variant+=-timer-$timer
                 ((forwards == 1)) || variant+=-x$forwards
-                [[ $sync == each ]] || variant+=-sync-$sync
+                [[ $sync == auto ]] || variant+=-sync-$sync
                 timer_args=(--call-timer "${timer%%-lead*}")
                 [[ $timer == *-lead* ]] && timer_args+=(--call-lead-us "${timer##*-lead}")
                 group_args=()

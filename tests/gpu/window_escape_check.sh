@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Can input-independent GPU work escape the timed window? Three candidates of the example's task
 # with the same kernel (bindings in tests/gpu/window_escape/; the stall kernel is
-# control-unjoined-side-stream's): plain, the example's own binding; before, a stall of about
+# g-unjoined-side-stream's): plain, the example's own binding; before, a stall of about
 # 0.5 ms on a stream that waits for nothing, launched first, that the caller's stream then waits
 # for; after, the output's kernel and then the stall on a stream ordered after it but
 # never joined back. All three answer right. Each is profiled with the tools' default call timer
@@ -32,7 +32,7 @@ for arm in plain before after; do
   if [[ $arm == plain ]]; then
     cp "$example/kernels/bias_relu_binding.cpp" "$ws/kernels/"
   else
-    cp "$root/tests/gpu/cases/control-unjoined-side-stream/kernels/stall.cu" "$ws/kernels/"
+    cp "$root/tests/gpu/cases/g-unjoined-side-stream/kernels/stall.cu" "$ws/kernels/"
     cp "$root/tests/gpu/window_escape/${arm}_binding.cpp" "$ws/kernels/bias_relu_binding.cpp"
   fi
 done

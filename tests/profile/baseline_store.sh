@@ -44,13 +44,14 @@ echo "# another task" >>"$other/model.py"
 [[ $(field .profile.verdict "$scratch/fourth.json") == PASS ]] || fail "another task: $(jq -c .profile "$scratch/fourth.json" | cut -c1-300)"
 [[ $(field .profile.baselines.source "$scratch/fourth.json") == measured ]] || fail "another task hit the store"
 [[ $(count) == 2 ]] || fail "expected 2 stored baselines, found $(count)"
-# --baseline-trace on: on the CPU nothing is traced, so the baselines are the same samples as
-# without it and come from the store under the same key; the record names the setting.
-profile --db "$scratch/p.db" --baseline-trace on "$ws" >"$scratch/traced.json" || fail "--baseline-trace on exited $?"
-[[ $(field .profile.settings.baseline_trace "$scratch/traced.json") == on ]] ||
-  fail "the record's settings: $(jq -c .profile.settings "$scratch/traced.json")"
-[[ $(field .profile.baselines.key "$scratch/traced.json") == "$(field .profile.baselines.key "$scratch/first.json")" ]] ||
-  fail "--baseline-trace on changed the CPU's baseline key"
-[[ $(field .profile.settings.baseline_trace "$scratch/first.json") == off ]] || fail "the default is not off"
+# --baseline-trace off: on the CPU nothing is traced either way, so the baselines are the same
+# samples as with the default (on) and come from the store under the same key; the record names
+# the setting.
+profile --db "$scratch/p.db" --baseline-trace off "$ws" >"$scratch/untraced.json" || fail "--baseline-trace off exited $?"
+[[ $(field .profile.settings.baseline_trace "$scratch/untraced.json") == off ]] ||
+  fail "the record's settings: $(jq -c .profile.settings "$scratch/untraced.json")"
+[[ $(field .profile.baselines.key "$scratch/untraced.json") == "$(field .profile.baselines.key "$scratch/first.json")" ]] ||
+  fail "--baseline-trace off changed the CPU's baseline key"
+[[ $(field .profile.settings.baseline_trace "$scratch/first.json") == on ]] || fail "the default is not on"
 if profile --baseline-trace sometimes "$ws" >/dev/null 2>"$scratch/bad.log"; then fail "--baseline-trace sometimes was taken"; fi
 echo ok

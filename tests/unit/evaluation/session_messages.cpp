@@ -165,6 +165,27 @@ TEST_CASE("the auto call timer is the GPU's on cuda and the host's on the CPU") 
   CHECK(unknown.status().message().find("auto, host or gpu") != std::string::npos);
 }
 
+TEST_CASE("the auto forward sync is call only where the trace watches one forward per call on cuda") {
+  CHECK(cudaagent::resolve_forward_sync("auto", "cuda", 1, true).value() == "call");
+  CHECK(cudaagent::resolve_forward_sync("auto", "cuda", 1, false).value() == "each");  // nothing watches
+  CHECK(cudaagent::resolve_forward_sync("auto", "cuda", 4, true).value() == "each");   // forwards unordered
+  CHECK(cudaagent::resolve_forward_sync("auto", "cpu", 1, true).value() == "each");
+  CHECK(cudaagent::resolve_forward_sync("call", "cpu", 1, false).value() == "call");  // a set value stays
+  CHECK(cudaagent::resolve_forward_sync("each", "cuda", 1, true).value() == "each");
+  auto unknown = cudaagent::resolve_forward_sync("sometimes", "cuda", 1, true);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.status().message().find("auto, each or call") != std::string::npos);
+}
+
+TEST_CASE("the auto call lead pauses only for the GPU timer with one wait per call") {
+  using cudaagent::kAutoCallLead;
+  CHECK(cudaagent::resolve_call_lead_us(kAutoCallLead, "gpu", "call") == cudaagent::kCallLeadUs);
+  CHECK(cudaagent::resolve_call_lead_us(kAutoCallLead, "gpu", "each") == 0);
+  CHECK(cudaagent::resolve_call_lead_us(kAutoCallLead, "host", "call") == 0);
+  CHECK(cudaagent::resolve_call_lead_us(0, "gpu", "call") == 0);  // asked for none: none
+  CHECK(cudaagent::resolve_call_lead_us(250, "gpu", "each") == 250);
+}
+
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
   auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
     {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},

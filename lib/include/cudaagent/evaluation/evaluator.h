@@ -78,10 +78,11 @@ struct EvaluationSettings {
   // after its output is final (zeroing a buffer for the next call) runs after the window closes:
   // only the kernel trace's output marks catch it (profile's work_after_output gate). "each" waits
   // for the whole device before the copy. Its price: on an H100 that host wait was most of the
-  // GPU clock's spread below a millisecond (per-call CV 5-12% against 1-4% with "call"); "call"
-  // stays off by default because the traced candidate then paid for its own launches where the
-  // untraced baselines did not (tiny kernels measured slower than eager) and a GEMM candidate's
-  // speed-up varied widely between edits (cudaagent-profile(1)).
+  // GPU clock's spread below a millisecond (per-call CV 5-12% against 1-4% with "call"). Verify
+  // and profile default to "call" where the trace watches (resolve_forward_sync), with traced
+  // baselines and a call lead: without those the traced candidate paid for its own launches where
+  // the baselines did not, and its launches after the inputs' copy spread a GEMM candidate's
+  // speed-up widely between edits (cudaagent-profile(1)). Here, "each" unless a caller says.
   std::string forward_sync = "each";
   // What times a call (share/harness/stream_flags.py): "host", the owner's host clock from the
   // inputs' copy to the answer (two messages and both processes' wake-ups inside the window), or
@@ -94,7 +95,8 @@ struct EvaluationSettings {
   // With the GPU timer: how long the owner's stream pauses (a sleep kernel) between the runner's
   // "ready" and the window's first event, so that the runner's launches of the forward are queued
   // by the time its inputs are in (the gap otherwise lands in the window with the runner's host's
-  // spread). Outside the window; 0: no pause.
+  // spread). Outside the window; 0: no pause (verify and profile resolve their default with
+  // resolve_call_lead_us).
   double call_lead_us = 0;
   // The owner and the two runners each on a group of whole cores of their own (cpu_groups.h), so
   // the scheduler never puts two of them on one core. Off: wherever the scheduler puts them.
@@ -113,8 +115,8 @@ struct EvaluationSettings {
   bool kernel_trace_provenance = false;
   // The baselines' runner started with the same library, its trace written beside the
   // candidate's and never read: the tracer's cost per launch (CUPTI's callback and record, a few
-  // us) then falls on both arms of a speedup, not on the candidate's alone. Off by default: on an
-  // H100 it moved no speedup beyond the noise of the kernels small enough to feel it.
+  // us) then falls on both arms of a speedup, not on the candidate's alone. Profile's default
+  // (ProfileSettings::baseline_trace); off here unless a caller says.
   bool trace_baselines = false;
 };
 
@@ -138,6 +140,25 @@ Result<double> call_spin_ms(const std::string& call_wait, const std::string& dev
 // no CUDA events); host and gpu stay themselves; anything else is an error. Verify and profile
 // resolve it before their keys and records, so both name the clock that ran.
 Result<std::string> resolve_call_timer(const std::string& call_timer, const std::string& device);
+
+// The forward sync a setting names: "auto" is "call" where the kernel trace's output marks catch
+// work left running past the window (CUDA, one forward per call, the candidate traced) and "each"
+// everywhere else; each and call stay themselves; anything else is an error. Verify resolves it as
+// profile does on its device by default (traced), so a check and a timed call wait alike.
+Result<std::string> resolve_forward_sync(const std::string& forward_sync, const std::string& device,
+                                         int forwards_per_call, bool traced);
+
+// The call lead that "auto" (kAutoCallLead) stands for: kCallLeadUs with the GPU timer and one
+// wait per call, where the runner's launches would otherwise sit inside the window with its
+// host's spread; 0 otherwise (with "each" the runner's host wait is in the window anyway). A set
+// value stays itself.
+inline constexpr double kAutoCallLead = -1;
+// On an H100 (December 2026) 600 us took a 0.14 ms GEMM's per-call CV in the agent's loop from
+// 20-25% to 0.6-0.8% and a 50 us kernel's from 7-63% to about 2%; a stall the candidate queued
+// on a stream of its own ahead of the window was still timed in full (the owner's sleep holds the
+// GPU; two processes' work does not run side by side), tests/gpu/window_escape_check.sh.
+inline constexpr double kCallLeadUs = 600;
+double resolve_call_lead_us(double call_lead_us, const std::string& call_timer, const std::string& forward_sync);
 
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {

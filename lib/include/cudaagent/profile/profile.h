@@ -76,9 +76,11 @@ struct ProfileSettings {
   std::string call_wait = "auto";       // see EvaluationSettings: spin on a GPU, block on the CPU
   bool call_diagnostics = false;        // see EvaluationSettings: call_cost.phases_ms in the record
   int forwards_per_call = 1;            // see EvaluationSettings
-  std::string forward_sync = "each";    // see EvaluationSettings
+  // See EvaluationSettings; "auto" (resolve_forward_sync): "call" on CUDA with one forward per
+  // call and the kernel trace on, "each" otherwise.
+  std::string forward_sync = "auto";
   std::string call_timer = "auto";      // see EvaluationSettings
-  double call_lead_us = 0;              // see EvaluationSettings
+  double call_lead_us = kAutoCallLead;  // see EvaluationSettings; resolve_call_lead_us
   bool cpu_groups = false;              // see EvaluationSettings
   const std::atomic<int>* stop = nullptr;  // see EvaluationSettings
   // The CUPTI kernel trace of the candidate's runner (CUDA): "on" (libcudaagent_cupti.so must be
@@ -91,7 +93,7 @@ struct ProfileSettings {
   bool kernel_provenance = false;    // see EvaluationSettings::kernel_trace_provenance
   // "on": the baselines' runner is traced too (EvaluationSettings::trace_baselines), so the
   // tracer's launch cost is on both arms; "off": on the candidate's alone. Only with the trace.
-  std::string baseline_trace = "off";
+  std::string baseline_trace = "on";
   KernelPolicy kernel_policy;        // require_provenance follows kernel_provenance
   BootstrapSettings bootstrap;
 };

@@ -46,8 +46,8 @@ struct VerifySettings {
   std::optional<ProcessCredentials> candidate_user;  // see EvaluationSettings
   // See EvaluationSettings. Profile's too, or the candidate could tell a check from a timed call.
   std::string call_timer = "auto";
-  double call_lead_us = 0;  // the same: a check and a timed call wait alike
-  std::string forward_sync = "each";  // the same (EvaluationSettings), a check waits as a timed call
+  double call_lead_us = kAutoCallLead;  // the same: a check and a timed call wait alike
+  std::string forward_sync = "auto";  // the same (EvaluationSettings), a check waits as a timed call
   const std::atomic<int>* stop = nullptr;            // see EvaluationSettings
   // Waiting for the device lock (device_lock.h) that a check on the GPU takes, as profile's rounds
   // do: a check run beside another job's timed calls would be inside their windows.

@@ -1,7 +1,7 @@
 // GPU control: honest work on a side stream of its own, ordered after the caller's stream and
 // joined back into it before the output is returned, as PyTorch asks of any stream a module uses.
 // Correct under either --forward-sync: must PASS, with the side stream's work in profile's
-// window. (Without the join: control-unjoined-side-stream.)
+// window. (Without the join: g-unjoined-side-stream.)
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/extension.h>
 

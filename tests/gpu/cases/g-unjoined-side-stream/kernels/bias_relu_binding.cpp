@@ -1,9 +1,10 @@
-// GPU control: the output computed on a side stream the caller's stream never waits for, after a
-// stall of about a millisecond there (catalog 9's shape: work off the stream a timer watches,
-// without cheating on the result). By default (--forward-sync each) the harness waits for the
-// whole device before it copies the output out, so this is correct, must PASS, and its stall is
-// inside every timed window. Under --forward-sync call the copy would be taken before the side
-// stream wrote the output: FAIL_INCORRECT, never a PASS timed without the side stream's work.
+// GPU case: the output computed on a side stream the caller's stream never waits for, after a
+// stall of about a millisecond there (catalog 9's shape: work off the stream a timer watches).
+// PyTorch's rule for a tensor made on another stream is that the consumer's stream waits for it;
+// this one does not, so with the default forward sync on CUDA (call: the output copy follows the
+// current stream) the copy is taken before the side stream wrote the output: FAIL_INCORRECT,
+// never a PASS timed without the side stream's work. Under --forward-sync each the harness waits
+// for the whole device before the copy, and it passes with its stall inside every timed window.
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/extension.h>
 
