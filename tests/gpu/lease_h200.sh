@@ -23,7 +23,7 @@
 #   tests/gpu/lease_h200.sh aa BIN OUT       context_switch_probe.py, then session_h200.sh's A-A checks (relu_16m, sgemm_2048,
 #       sgemm_4096; AA_REPEATS, default 5, each with profile's --call-wait spin and block:
 #       CALL_WAITS, each --forwards-per-call in FORWARDS, default 1, and each --forward-sync in
-#       FORWARD_SYNCS, default each; forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
+#       FORWARD_SYNCS, default auto (the tools'); forward_sync_probe.py, forward_overlap_check.sh and owner_off_sm_probe.py first): a candidate identical
 #       to eager must show no difference
 #   tests/gpu/lease_h200.sh trace BIN OUT    kernel_trace_check.sh (the candidate's kernel trace in
 #       profile's session: attack cases and the honest example; BIN/../lib/libcudaagent_cupti.so),
