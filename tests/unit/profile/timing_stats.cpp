@@ -496,3 +496,64 @@ TEST_CASE("summarize_cv_by_class: count, median and worst CV per class") {
     CHECK(result.status().message().find("kernel 1") != std::string::npos);
   }
 }
+
+TEST_CASE("few rounds: a median's interval over n rounds holds the truth at most 1 - 2^(1-n)") {
+  // Why adaptive rounds start at six (kAdaptiveLeastRounds in profile.h): with three rounds the
+  // interval misses whenever all three ratios fall on one side of the truth, a quarter of A-A runs;
+  // the reward's lower bound would then be above the truth an eighth of the time.
+  struct Row {
+    int rounds;
+    double low, high;  // the A-A share with tolerance 0 that says no difference
+  };
+  const Row rows[] = {{3, 0.70, 0.80}, {4, 0.83, 0.91}, {6, 0.95, 1.0}, {10, 0.95, 1.0}};
+  for (const auto& row : rows) {
+    CAPTURE(row.rounds);
+    SimulatedSetup same;
+    same.rounds = row.rounds;
+    std::mt19937_64 rng(77);
+    int no_difference = 0;
+    const int experiments = 600;
+    for (int e = 0; e < experiments; ++e) {
+      const auto run = simulate_rounds(same, rng);
+      auto speedup = estimate_speedup(run.baseline, run.candidate, seeded(rng(), 2000));
+      REQUIRE(speedup);
+      no_difference += compare_speedup(speedup.value(), 0) == SpeedupComparison::kNoSignificantDifference;
+    }
+    const double share = static_cast<double>(no_difference) / experiments;
+    MESSAGE(row.rounds << " rounds: no difference in " << share);
+    CHECK(share >= row.low);
+    CHECK(share <= row.high);
+  }
+}
+
+TEST_CASE("adaptive rounds from six, stopping on the interval's width, keep ~95% coverage") {
+  // The stopping rule of Measurement::rounds on simulated A-A runs: after each round from the
+  // least, stop once the half-width is at most 1% of the median. Low noise meets the target at
+  // once; high noise runs to the most rounds. Stopping on width, never on the value, must not
+  // make "no difference" rarer than the fixed rounds' own coverage.
+  for (double noise : {0.01, 0.03}) {
+    CAPTURE(noise);
+    SimulatedSetup same;
+    same.rounds = 10;
+    same.noise = noise;
+    std::mt19937_64 rng(78);
+    int no_difference = 0;
+    const int experiments = 400;
+    for (int e = 0; e < experiments; ++e) {
+      const auto run = simulate_rounds(same, rng);
+      SpeedupSummary last;
+      for (std::size_t k = 6; k <= 10; ++k) {
+        const RoundSamples baseline(run.baseline.begin(), run.baseline.begin() + static_cast<std::ptrdiff_t>(k));
+        const RoundSamples candidate(run.candidate.begin(), run.candidate.begin() + static_cast<std::ptrdiff_t>(k));
+        auto speedup = estimate_speedup(baseline, candidate, seeded(rng(), 2000));
+        REQUIRE(speedup);
+        last = speedup.value();
+        if ((last.ci_high - last.ci_low) / 2 / last.median <= 0.01) break;
+      }
+      no_difference += compare_speedup(last, 0) == SpeedupComparison::kNoSignificantDifference;
+    }
+    const double share = static_cast<double>(no_difference) / experiments;
+    MESSAGE("noise " << noise << ": no difference in " << share);
+    CHECK(share >= 0.92);
+  }
+}
