@@ -90,7 +90,31 @@ std::string Profiler::baseline_key(const std::string& model_py) const {
   return sha256_hex(material);
 }
 
+Status resolve_rounds(ProfileSettings& s) {
+  const bool cuda = s.device == "cuda";
+  const bool rounds_given = s.rounds != kAutoRounds;
+  if (!rounds_given) s.rounds = cuda ? kAdaptiveLeastRounds : 10;
+  if (s.max_rounds == kAutoMaxRounds) s.max_rounds = cuda && !rounds_given ? kAdaptiveMostRounds : 0;
+  if (s.target_ci == kAutoTargetCi) s.target_ci = cuda && s.max_rounds > s.rounds ? kAdaptiveTargetCi : 0;
+  if (s.rounds < 2) return Status::error("--rounds must be at least 2, got " + std::to_string(s.rounds));
+  if (s.max_rounds < 0 || !(s.target_ci >= 0) || !(s.rounds_seconds >= 0)) {
+    return Status::error("--max-rounds, --target-ci and --rounds-seconds must not be negative");
+  }
+  const std::string least = "--rounds " + std::to_string(s.rounds) + (rounds_given ? "" : " (its default here)");
+  if (s.max_rounds != 0 && s.max_rounds < s.rounds) {
+    return Status::error("--max-rounds " + std::to_string(s.max_rounds) + " is below " + least);
+  }
+  for (const auto& [name, set] : {std::pair{"--target-ci", s.target_ci > 0},
+                                   std::pair{"--rounds-seconds", s.rounds_seconds > 0}}) {
+    if (set && s.max_rounds <= s.rounds) {
+      return Status::error(std::string(name) + " needs --max-rounds above " + least + ": the rounds it may add");
+    }
+  }
+  return Status::ok();
+}
+
 Result<Profiler> Profiler::create(ProfileSettings settings) {
+  if (auto status = resolve_rounds(settings); !status) return status;
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
   if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   settings.build.cuda = settings.device == "cuda";

@@ -219,14 +219,14 @@ void add_profile_flags(CLI::App& app, ProfileOptions& options) {
   app.add_flag("--cpu-groups", s.cpu_groups, "Run the session's owner and its two runners each on "
                "a group of whole cores of its own (of the CPUs this process may use), so the "
                "scheduler never puts two of them on one core");
-  app.add_option("--rounds", s.rounds, "Alternating rounds per arm")->capture_default_str()
-      ->check(CLI::Range(2, 10000));
+  app.add_option("--rounds", s.rounds, "Alternating rounds per arm, the least with adaptive rounds "
+                 "(default: 6 on cuda, 10 on cpu)")->check(CLI::Range(2, 10000));
   app.add_option("--max-rounds", s.max_rounds, "Adaptive rounds: go on after --rounds until the "
-                 "interval is as tight as --target-ci asks, for at most this many rounds (0: --rounds)")
-      ->capture_default_str()->check(CLI::Range(0, 10000));
+                 "interval is as tight as --target-ci asks, for at most this many rounds (0: --rounds; "
+                 "default: 10 on cuda unless --rounds is given, else 0)")->check(CLI::Range(0, 10000));
   app.add_option("--target-ci", s.target_ci, "Adaptive rounds: stop once the 95% interval's "
-                 "half-width is at most this fraction of its median (0: fixed rounds)")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+                 "half-width is at most this fraction of its median (0: fixed rounds; default: 0.01 "
+                 "on cuda when --max-rounds exceeds --rounds, else 0)")->check(CLI::Range(0.0, 1.0));
   app.add_option("--rounds-seconds", s.rounds_seconds, "Adaptive rounds: stop once the rounds "
                  "have taken this many seconds, after --rounds, met target or not (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
@@ -290,18 +290,7 @@ Result<StageEnd> run_profile(ProfileOptions& options, Session& session) {
   auto workspaces = inputs_are_workspaces(options.common.inputs);
   if (!workspaces) return workspaces.status();
   if (options.brief && !workspaces.value()) return Status::error("--brief takes workspace directories");
-  const ProfileSettings& asked = options.settings;
-  if (asked.max_rounds != 0 && asked.max_rounds < asked.rounds) {
-    return Status::error("--max-rounds " + std::to_string(asked.max_rounds) + " is below --rounds " +
-                         std::to_string(asked.rounds));
-  }
-  for (const auto& [name, set] : {std::pair{"--target-ci", asked.target_ci > 0},
-                                   std::pair{"--rounds-seconds", asked.rounds_seconds > 0}}) {
-    if (set && asked.max_rounds <= asked.rounds) {
-      return Status::error(std::string(name) + " needs --max-rounds above --rounds (" +
-                           std::to_string(asked.rounds) + "): the rounds it may add");
-    }
-  }
+  if (auto status = resolve_rounds(options.settings); !status) return status;
   options.settings.build.jobs = options.common.jobs;
   options.settings.python_policy = !options.no_python_policy;
   auto torch = find_torch(options.settings.python,

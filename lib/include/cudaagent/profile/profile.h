@@ -32,6 +32,17 @@
 
 namespace cudaagent {
 
+// "auto" values of the rounds (ProfileSettings; resolve_rounds says what they become).
+inline constexpr int kAutoRounds = 0;
+inline constexpr int kAutoMaxRounds = -1;
+inline constexpr double kAutoTargetCi = -1;
+// The least rounds of the automatic adaptive rounds. The 95% interval of a median over n rounds'
+// ratios cannot hold the truth more often than 1 - 2^(1-n) (it misses whenever all n lie on one
+// side): 75% at three rounds, 94% at five, 97% at six.
+inline constexpr int kAdaptiveLeastRounds = 6;
+inline constexpr int kAdaptiveMostRounds = 10;
+inline constexpr double kAdaptiveTargetCi = 0.01;
+
 struct ProfileSettings {
   std::string device = "cuda";          // "cuda", or "cpu" (no L2 flush)
   std::string python;                   // empty: the first python3 that imports torch
@@ -42,12 +53,14 @@ struct ProfileSettings {
   // torch.compile mode of the compile baseline: default, reduce-overhead, max-autotune,
   // max-autotune-no-cudagraphs; "none" skips it. Torch without torch.compile: skipped, said so.
   std::string compile_mode = "default";
-  int rounds = 10;                      // alternating rounds per arm (the least, when adaptive)
+  // Alternating rounds per arm (the least, when adaptive). The three below default to "auto"
+  // (resolve_rounds): adaptive rounds on CUDA, ten fixed rounds on the CPU.
+  int rounds = kAutoRounds;
   // Adaptive rounds: after --rounds, go on round by round until the 95% interval's half-width,
   // relative to its median (the paired speedup over eager, or the candidate's time when the
   // baselines come from the store), is at most target_ci, or max_rounds have run. 0: fixed rounds.
-  int max_rounds = 0;
-  double target_ci = 0;
+  int max_rounds = kAutoMaxRounds;
+  double target_ci = kAutoTargetCi;
   // Adaptive rounds also stop once the rounds have taken this many seconds (after --rounds): on
   // short kernels a tight target may never be met, and the agent's loop should not wait for
   // max_rounds. 0: no time limit.
@@ -110,6 +123,14 @@ struct ProfileOutcome {
   std::string reason;
   std::string json;                        // the value of the record's "profile" key
 };
+
+// Replaces the rounds' "auto" values by what runs, and checks the three agree. On CUDA, rounds
+// that were not given become adaptive: at least kAdaptiveLeastRounds, at most kAdaptiveMostRounds,
+// stopping at a half-width of kAdaptiveTargetCi (a target not given is that one wherever
+// max_rounds allows more rounds than --rounds). On the CPU, and wherever --rounds was given alone,
+// fixed rounds as before (ten when not given). Profiler::create calls it; so may a front end, to
+// report a bad combination before torch is found.
+Status resolve_rounds(ProfileSettings& settings);
 
 class Profiler {
  public:
