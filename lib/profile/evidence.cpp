@@ -171,11 +171,13 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   json.field("wait", spin_ms && spin_ms.value() > 0 ? "spin" : "block").key("owner_ms").begin_object();
   for (const auto& [name, ms] : owner_ms) json.field(name, ms);
   json.end_object();
-  // The candidate's runner's own cost of a call: where its process costs more than the
-  // baseline's, an A-A comparison leans that way by the difference.
+  // The candidate's runner's own cost of a call, and what was removed from the candidate's samples:
+  // the lower of the two. Where its process costs more than the baseline's, an A-A comparison
+  // leans "slower" by the difference; never "faster".
   json.key("candidate_arm").begin_object().key("round_medians_ms");
   write_list(json, candidate_call_cost_ms);
-  json.field("low_ms", candidate_call_cost_low_ms).field("window_low_ms", candidate_window_cost_low_ms).end_object();
+  json.field("low_ms", candidate_call_cost_low_ms).field("window_low_ms", candidate_window_cost_low_ms);
+  json.field("removed_ms", candidate_cost_removed_ms).end_object();
   // Where a call's time goes, per model: the median over rounds of each round's median phase.
   // The candidate's rows rest partly on its own runner's account.
   if (!call_phases_ms.empty()) {

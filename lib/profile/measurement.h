@@ -39,11 +39,12 @@ struct ProfileEvidence {
   bool rechecked = false;  // a second measurement, because stored baselines flagged the candidate
   RoundSamples candidate;          // the cost of a call removed
   std::vector<double> call_cost_ms;  // per round: the null model's median host time
-  double call_cost_removed_ms = 0;   // removed from every sample: the null calls' 10th percentile
-  // The same null model in the candidate's runner: per-round medians and 10th percentile. Reported
-  // only: the cost removed from every arm is the baseline's, which no candidate code can touch.
+  double call_cost_removed_ms = 0;   // removed from the baselines' samples: the null calls' 10th percentile
+  // The same null model in the candidate's runner: per-round medians and 10th percentile.
   std::vector<double> candidate_call_cost_ms;
   double candidate_call_cost_low_ms = 0;
+  // Removed from the candidate's samples: the lower of the two runners' costs (candidate_cost).
+  double candidate_cost_removed_ms = 0;
   // The same null calls' host windows (the owner's host clock from the inputs' copy to the answer):
   // what the kernel trace's busy share removes from each call's host window. The same samples as
   // above under the host timer; under the GPU timer the windows also hold the messages.

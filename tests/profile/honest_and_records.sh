@@ -10,12 +10,14 @@ for arm in eager candidate; do
   awk -v m="$median" 'BEGIN { exit !(m > 0) }' || fail "$arm median is $median"
   [[ $(field ".profile.times_ms.$arm.rounds" "$scratch/ws.json") == 4 ]] || fail "$arm rounds"
 done
-# The cost of a call measured in both runners' processes: the baseline's is removed, the
-# candidate's reported beside it, a median for every round.
+# The cost of a call measured in both runners' processes, a median for every round: the baseline's
+# is removed from the baselines' samples, the lower of the two from the candidate's.
 [[ $(field '.profile.call_cost.candidate_arm.round_medians_ms | length' "$scratch/ws.json") == 4 ]] ||
   fail "candidate arm's call cost: $(jq -c .profile.call_cost "$scratch/ws.json")"
 awk -v m="$(field .profile.call_cost.candidate_arm.low_ms "$scratch/ws.json")" 'BEGIN { exit !(m > 0) }' ||
   fail "candidate arm's low call cost: $(jq -c .profile.call_cost "$scratch/ws.json")"
+jq -e '.profile.call_cost | .candidate_arm.removed_ms == ([.removed_ms, .candidate_arm.low_ms] | min)' \
+  "$scratch/ws.json" >/dev/null || fail "the candidate's removed cost is not the lower one: $(jq -c .profile.call_cost "$scratch/ws.json")"
 [[ $(field '.profile.compile.status // .profile.baselines.compile.status' "$scratch/ws.json") == unavailable* ]] ||
   fail "torch 1.13 has no torch.compile, and the record should say so"
 [[ $(field '.profile.checks.calls' "$scratch/ws.json") -ge 12 ]] || fail "not every timed call was checked"
