@@ -274,6 +274,18 @@ double resolve_call_lead_us(double call_lead_us, const std::string& call_timer, 
   return call_timer == "gpu" && forward_sync == "call" ? kCallLeadUs : 0.0;
 }
 
+Status resolve_call_timing(const std::string& device, int forwards_per_call, bool traced, std::string& call_timer,
+                           std::string& forward_sync, double& call_lead_us) {
+  auto timer = resolve_call_timer(call_timer, device);
+  if (!timer) return timer.status();
+  auto sync = resolve_forward_sync(forward_sync, device, forwards_per_call, traced);
+  if (!sync) return sync.status();
+  call_timer = timer.value();
+  forward_sync = sync.value();
+  call_lead_us = resolve_call_lead_us(call_lead_us, call_timer, forward_sync);
+  return Status::ok();
+}
+
 Result<std::unique_ptr<Evaluator>> Evaluator::create(EvaluationSettings settings, TorchEnv torch) {
   auto timer = resolve_call_timer(settings.call_timer, settings.device);
   if (!timer) return timer.status();

@@ -118,16 +118,12 @@ Result<Profiler> Profiler::create(ProfileSettings settings) {
   if (settings.cache_dir.empty()) settings.cache_dir = cache_dir();
   if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   settings.build.cuda = settings.device == "cuda";
-  // The clock that will run, named in the key and the record rather than "auto".
-  auto timer = resolve_call_timer(settings.call_timer, settings.device);
-  if (!timer) return timer.status();
-  settings.call_timer = timer.value();
-  // The same for the forward sync and the call lead: what runs is what the key and record name.
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.device, settings.forwards_per_call,
-                                   settings.kernel_trace == "on");
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
-  settings.call_lead_us = resolve_call_lead_us(settings.call_lead_us, settings.call_timer, settings.forward_sync);
+  // The clock, forward sync and lead that will run, named in the key and the record rather than "auto".
+  if (auto status = resolve_call_timing(settings.device, settings.forwards_per_call, settings.kernel_trace == "on",
+                                        settings.call_timer, settings.forward_sync, settings.call_lead_us);
+      !status) {
+    return status;
+  }
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

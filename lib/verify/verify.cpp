@@ -202,16 +202,14 @@ Result<Verifier> Verifier::create(VerifySettings settings) {
   if (!settings.cache_dir.empty()) settings.cache_dir = fs::absolute(settings.cache_dir).string();
   if (settings.policy_path.empty()) settings.policy_path = share_dir() + "/harness/policy.json";
   settings.build.cuda = settings.device == "cuda";
-  // The clock that will run, named in the key and the record rather than "auto".
-  auto timer = resolve_call_timer(settings.call_timer, settings.device);
-  if (!timer) return timer.status();
-  settings.call_timer = timer.value();
-  // As profile resolves its defaults on this device (one forward per check; profile's candidate
-  // traced by default), so that a check and a timed call wait alike.
-  auto sync = resolve_forward_sync(settings.forward_sync, settings.device, 1, true);
-  if (!sync) return sync.status();
-  settings.forward_sync = sync.value();
-  settings.call_lead_us = resolve_call_lead_us(settings.call_lead_us, settings.call_timer, settings.forward_sync);
+  // The clock, forward sync and lead that will run, named in the key and the record rather than
+  // "auto"; as profile resolves its defaults on this device (one forward per check; profile's
+  // candidate traced by default), so that a check and a timed call wait alike.
+  if (auto status = resolve_call_timing(settings.device, 1, true, settings.call_timer, settings.forward_sync,
+                                        settings.call_lead_us);
+      !status) {
+    return status;
+  }
   if (settings.build.cache_dir.empty() && !settings.cache_dir.empty()) {
     settings.build.cache_dir = settings.cache_dir + "/build";
   }

@@ -186,6 +186,24 @@ TEST_CASE("the auto call lead pauses only for the GPU timer with one wait per ca
   CHECK(cudaagent::resolve_call_lead_us(250, "gpu", "each") == 250);
 }
 
+TEST_CASE("the call timing resolves in place, the lead after the timer and sync it depends on") {
+  std::string timer = "auto", sync = "auto";
+  double lead = cudaagent::kAutoCallLead;
+  REQUIRE(cudaagent::resolve_call_timing("cuda", 1, true, timer, sync, lead));
+  CHECK(timer == "gpu");
+  CHECK(sync == "call");
+  CHECK(lead == cudaagent::kCallLeadUs);
+  timer = "auto", sync = "auto", lead = cudaagent::kAutoCallLead;
+  REQUIRE(cudaagent::resolve_call_timing("cpu", 1, true, timer, sync, lead));
+  CHECK(timer == "host");
+  CHECK(sync == "each");
+  CHECK(lead == 0);
+  timer = "wall", sync = "auto";  // an error leaves the settings as they were
+  CHECK_FALSE(cudaagent::resolve_call_timing("cuda", 1, true, timer, sync, lead));
+  CHECK(timer == "wall");
+  CHECK(sync == "auto");
+}
+
 TEST_CASE("a call's sample is the GPU window where the owner timed one, else the host clock") {
   auto batch = cudaagent::parse_owner_calls(R"({"ok":true,"calls":[
     {"seed":1,"host_ms":0.9,"gpu_ms":0.31,"check":null},

@@ -160,6 +160,11 @@ inline constexpr double kAutoCallLead = -1;
 inline constexpr double kCallLeadUs = 600;
 double resolve_call_lead_us(double call_lead_us, const std::string& call_timer, const std::string& forward_sync);
 
+// The three above in their order (the sync depends on nothing resolved, the lead on the timer and
+// the sync), in place: what runs is what verify's and profile's keys and records then name.
+Status resolve_call_timing(const std::string& device, int forwards_per_call, bool traced, std::string& call_timer,
+                           std::string& forward_sync, double& call_lead_us);
+
 // What the owner learned from the task: the layout of a call's inputs and outputs.
 struct TaskInfo {
   std::string task_hash;          // SHA-256 of model.py
