@@ -21,28 +21,49 @@ std::string times(double x) {
 
 }  // namespace
 
+Result<TimingReport> ProfileEvidence::timing_report(const RoundSamples& candidate_samples) const {
+  const ProfileSettings& s = *settings;
+  if (!baselines_cached) {
+    return build_timing_report({baselines.eager, baselines.compile, candidate_samples}, s.bootstrap);
+  }
+  TimingReport report;
+  auto eager = summarize_times(baselines.eager, s.bootstrap);
+  if (!eager) return eager.status();
+  auto cand = summarize_times(candidate_samples, s.bootstrap);
+  if (!cand) return cand.status();
+  report.eager = eager.value();
+  report.candidate = cand.value();
+  report.speedup_eager = unpaired_speedup(report.eager, report.candidate);
+  if (!baselines.compile.empty()) {
+    auto compile = summarize_times(baselines.compile, s.bootstrap);
+    if (!compile) return compile.status();
+    report.compile = compile.value();
+    report.speedup_compile = unpaired_speedup(*report.compile, report.candidate);
+  }
+  return report;
+}
+
+// Where the candidate's runner costs more per call than the baselines' (candidate_cost removed the
+// baselines' cost), each speedup's interval reaches up to where it would be with the runner's own
+// cost removed instead. Only the upper end moves: the median, the gates and the reward (which reads
+// the lower end) stay on the lower cost, so a process that slows its own null calls widens its
+// interval upwards and gains nothing; an honest kernel of a few microseconds is no longer "slower"
+// for its process's call cost alone.
+Status ProfileEvidence::reach_own_cost(TimingReport& report) const {
+  if (candidate_at_own_cost.empty()) return Status::ok();
+  auto own = timing_report(candidate_at_own_cost);
+  if (!own) return own.status();
+  reach_upper_ends(report, own.value());
+  return Status::ok();
+}
+
 ProfileOutcome ProfileEvidence::decide() {
   const ProfileSettings& s = *settings;
-  TimingReport report;
-  if (!baselines_cached) {
-    auto built = build_timing_report({baselines.eager, baselines.compile, candidate}, s.bootstrap);
-    if (!built) return finish(Verdict::kInfraError, "statistics: " + built.status().message());
-    report = std::move(built).value();
-  } else {
-    auto eager = summarize_times(baselines.eager, s.bootstrap);
-    auto cand = summarize_times(candidate, s.bootstrap);
-    if (!eager || !cand) {
-      return finish(Verdict::kInfraError, "statistics: " + (!eager ? eager : cand).status().message());
-    }
-    report.eager = eager.value();
-    report.candidate = cand.value();
-    report.speedup_eager = unpaired_speedup(report.eager, report.candidate);
-    if (!baselines.compile.empty()) {
-      auto compile = summarize_times(baselines.compile, s.bootstrap);
-      if (!compile) return finish(Verdict::kInfraError, "statistics: " + compile.status().message());
-      report.compile = compile.value();
-      report.speedup_compile = unpaired_speedup(*report.compile, report.candidate);
-    }
+  auto built = timing_report(candidate);
+  if (!built) return finish(Verdict::kInfraError, "statistics: " + built.status().message());
+  TimingReport report = std::move(built).value();
+  if (Status reached = reach_own_cost(report); !reached) {
+    return finish(Verdict::kInfraError, "statistics: " + reached.message());
   }
   report_ = report;
 
@@ -172,12 +193,13 @@ ProfileOutcome ProfileEvidence::finish(Verdict verdict, std::string reason) {
   for (const auto& [name, ms] : owner_ms) json.field(name, ms);
   json.end_object();
   // The candidate's runner's own cost of a call, and what was removed from the candidate's samples:
-  // the lower of the two. Where its process costs more than the baseline's, an A-A comparison
-  // leans "slower" by the difference; never "faster".
+  // the lower of the two. Where its process costs more than the baseline's, the speedups' intervals
+  // reach up to the speedup at its own cost (reach_own_cost).
   json.key("candidate_arm").begin_object().key("round_medians_ms");
   write_list(json, candidate_call_cost_ms);
   json.field("low_ms", candidate_call_cost_low_ms).field("window_low_ms", candidate_window_cost_low_ms);
-  json.field("removed_ms", candidate_cost_removed_ms).end_object();
+  json.field("removed_ms", candidate_cost_removed_ms);
+  json.field("interval_reaches_own_cost", !candidate_at_own_cost.empty()).end_object();
   // Where a call's time goes, per model: the median over rounds of each round's median phase.
   // The candidate's rows rest partly on its own runner's account.
   if (!call_phases_ms.empty()) {

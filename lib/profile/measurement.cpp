@@ -271,6 +271,10 @@ Status Measurement::run(const std::optional<BaselineSamples>& cached, bool compi
   evidence_.candidate_cost_removed_ms = candidate_cost(raw, cost);
   const auto net = [&](const std::string& model) { return net_of(raw[model], cost); };
   evidence_.candidate = net_of(raw["candidate"], evidence_.candidate_cost_removed_ms);
+  evidence_.candidate_at_own_cost.clear();  // a recheck measures anew
+  if (evidence_.candidate_call_cost_low_ms > evidence_.candidate_cost_removed_ms) {
+    evidence_.candidate_at_own_cost = net_of(raw["candidate"], evidence_.candidate_call_cost_low_ms);
+  }
   if (fresh) {
     evidence_.baselines.eager = net("eager");
     if (raw.count("compile")) evidence_.baselines.compile = net("compile");

@@ -45,6 +45,9 @@ struct ProfileEvidence {
   double candidate_call_cost_low_ms = 0;
   // Removed from the candidate's samples: the lower of the two runners' costs (candidate_cost).
   double candidate_cost_removed_ms = 0;
+  // The candidate's samples less its own runner's cost, where that is the higher of the two (else
+  // empty): the upper end of the speedups' intervals (ProfileEvidence::reach_own_cost).
+  RoundSamples candidate_at_own_cost;
   // The same null calls' host windows (the owner's host clock from the inputs' copy to the answer):
   // what the kernel trace's busy share removes from each call's host window. The same samples as
   // above under the host timer; under the GPU timer the windows also hold the messages.
@@ -90,6 +93,10 @@ struct ProfileEvidence {
   ProfileOutcome decide();
 
  private:
+  // Times and speedups with these candidate samples: paired, or unpaired from the store.
+  Result<TimingReport> timing_report(const RoundSamples& candidate_samples) const;
+  Status reach_own_cost(TimingReport& report) const;
+
   std::optional<TimingReport> report_;  // once the statistics are computed
   std::vector<GateFinding> flags_;
 };

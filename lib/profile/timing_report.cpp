@@ -3,6 +3,8 @@
 // read_reward_inputs.
 #include "cudaagent/profile/timing_report.h"
 
+#include <algorithm>
+
 namespace cudaagent {
 namespace {
 
@@ -45,6 +47,14 @@ Result<TimingReport> build_timing_report(const TimingSamples& samples, const Boo
     report.speedup_compile = std::move(over_compile).value();
   }
   return report;
+}
+
+void reach_upper_ends(TimingReport& report, const TimingReport& at_other_cost) {
+  report.speedup_eager.ci_high = std::max(report.speedup_eager.ci_high, at_other_cost.speedup_eager.ci_high);
+  if (report.speedup_compile && at_other_cost.speedup_compile) {
+    report.speedup_compile->ci_high =
+        std::max(report.speedup_compile->ci_high, at_other_cost.speedup_compile->ci_high);
+  }
 }
 
 void write_rounds(JsonWriter& json, const RoundSamples& rounds) {

@@ -18,6 +18,9 @@ awk -v m="$(field .profile.call_cost.candidate_arm.low_ms "$scratch/ws.json")" '
   fail "candidate arm's low call cost: $(jq -c .profile.call_cost "$scratch/ws.json")"
 jq -e '.profile.call_cost | .candidate_arm.removed_ms == ([.removed_ms, .candidate_arm.low_ms] | min)' \
   "$scratch/ws.json" >/dev/null || fail "the candidate's removed cost is not the lower one: $(jq -c .profile.call_cost "$scratch/ws.json")"
+# Where the candidate's runner is the dearer one, the speedups' intervals reach up to its own cost.
+jq -e '.profile.call_cost | .candidate_arm.interval_reaches_own_cost == (.candidate_arm.low_ms > .removed_ms)' \
+  "$scratch/ws.json" >/dev/null || fail "interval_reaches_own_cost disagrees with the costs: $(jq -c .profile.call_cost "$scratch/ws.json")"
 [[ $(field '.profile.compile.status // .profile.baselines.compile.status' "$scratch/ws.json") == unavailable* ]] ||
   fail "torch 1.13 has no torch.compile, and the record should say so"
 [[ $(field '.profile.checks.calls' "$scratch/ws.json") -ge 12 ]] || fail "not every timed call was checked"

@@ -183,3 +183,37 @@ TEST_CASE("timing JSON writes non-finite numbers as null") {
   CHECK(json.find(R"("candidate":{"median":null)") != std::string::npos);
   CHECK(json.find(R"("ci95":[null,)") != std::string::npos);
 }
+
+// The candidate's runner costs 1 us more per call than the baselines' and the baselines' cost was
+// removed from its samples: a 5 us kernel identical to eager reads "slower". With the interval
+// reaching up to the speedup at the runner's own cost it is "no difference", and nothing the reward
+// reads moves.
+TEST_CASE("reach_upper_ends widens only the upper end, towards the candidate's own call cost") {
+  const double kernel_ms = 0.005, extra_ms = 0.001;
+  TimingSamples at_baseline_cost = simulate_profile(kernel_ms, kernel_ms, kernel_ms, 41);
+  TimingSamples at_own_cost = at_baseline_cost;
+  for (auto& round : at_baseline_cost.candidate) {
+    for (double& ms : round) ms += extra_ms;
+  }
+  auto report = build_timing_report(at_baseline_cost, BootstrapSettings{});
+  auto own = build_timing_report(at_own_cost, BootstrapSettings{});
+  REQUIRE(report);
+  REQUIRE(own);
+  TimingReport widened = report.value();
+  CHECK(compare_speedup(widened.speedup_eager) == SpeedupComparison::kSlower);
+  reach_upper_ends(widened, own.value());
+  CHECK(compare_speedup(widened.speedup_eager) == SpeedupComparison::kNoSignificantDifference);
+  REQUIRE(widened.speedup_compile);
+  CHECK(compare_speedup(*widened.speedup_compile) == SpeedupComparison::kNoSignificantDifference);
+  CHECK(widened.speedup_eager.ci_high == own.value().speedup_eager.ci_high);
+  CHECK(widened.speedup_eager.median == report.value().speedup_eager.median);
+  CHECK(widened.speedup_eager.ci_low == report.value().speedup_eager.ci_low);
+  CHECK(widened.speedup_compile->ci_low == report.value().speedup_compile->ci_low);
+  CHECK(milestone_reward(timing_json(widened)) == milestone_reward(timing_json(report.value())));
+
+  // An interval already above the other one's upper end keeps its own.
+  TimingReport kept = own.value();
+  reach_upper_ends(kept, report.value());
+  CHECK(kept.speedup_eager.ci_high == own.value().speedup_eager.ci_high);
+  CHECK(kept.speedup_compile->ci_high == own.value().speedup_compile->ci_high);
+}

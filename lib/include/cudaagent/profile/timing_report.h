@@ -36,6 +36,11 @@ struct TimingReport {
 // non-finite samples, unpaired round counts, fewer than 2 rounds).
 Result<TimingReport> build_timing_report(const TimingSamples& samples, const BootstrapSettings& settings);
 
+// Each speedup's interval of `report` reaches up to the upper end of the same speedup in `at_other_cost`
+// (the same rounds with a lower cost of a call removed from the candidate's samples); nothing else
+// moves: the median and the lower end, which the reward reads, stay the report's own.
+void reach_upper_ends(TimingReport& report, const TimingReport& at_other_cost);
+
 // {"median", "ci95": [low, high], "cv", "cv_within_round", "trials", "rounds", "outliers",
 //  "mean", "min", "max"}; times in ms.
 // Samples as JSON: rounds as an array of arrays, a list as an array (numbers as JsonWriter writes them).
