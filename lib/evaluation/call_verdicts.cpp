@@ -65,6 +65,17 @@ CallVerdict verdict_of_check(const CallCheck& check, const std::string& what) {
 }
 
 std::optional<CallVerdict> verdict_of_audit(const RunnerEnd& end) {
+  if (!end.reported) {
+    return CallVerdict{Verdict::kFailRuntime,
+                       "the candidate's process ended without the operator audit's report (" +
+                           end.process.describe() + "): what its forwards ran is unknown"};
+  }
+  if (end.audit_off > 0) {
+    return CallVerdict{Verdict::kFlagHack,
+                       "the operator audit was switched off inside the candidate's process (its "
+                       "probe went unseen after " + std::to_string(end.audit_off) + " audited forward" +
+                           (end.audit_off == 1 ? "" : "s") + ")"};
+  }
   if (end.forbidden_ops.empty()) return std::nullopt;
   std::string names;
   for (const auto& [name, count] : end.forbidden_ops) {

@@ -143,7 +143,16 @@ Result<CallBatch> parse_owner_calls(const std::string& line) {
     }
     simdjson::dom::object runner;
     if (!item["runner"].get_object().get(runner) && runner.size() > 0) {
-      call.runner_json = std::string(simdjson::minify(runner)).substr(0, 2000);
+      // Kept whole or not at all: a cut would leave text that is not JSON in the record. A longer
+      // account (a candidate's long error message) is kept as the text's first 2,000 bytes.
+      std::string text = simdjson::minify(runner);
+      if (text.size() <= 2000) {
+        call.runner_json = std::move(text);
+      } else {
+        JsonWriter out(call.runner_json);
+        out.begin_object().field("cut_at_bytes", std::int64_t{2000});
+        out.field("text", std::string_view(text).substr(0, 2000)).end_object();
+      }
     }
     simdjson::dom::object check;
     if (!item["check"].get_object().get(check)) {
@@ -191,6 +200,7 @@ void parse_runner_report(const std::string& line, RunnerEnd& end) {
   simdjson::dom::object runner, ops;
   if (parser.parse(line).get(reply) || reply["runner"].get_object().get(runner)) return;
   end.reported = true;
+  if (std::int64_t off = 0; !runner["audit_off"].get_int64().get(off) && off > 0) end.audit_off = off;
   if (runner["forbidden_ops"].get_object().get(ops)) return;
   for (auto field : ops) {
     if (end.forbidden_ops.size() >= 64) break;

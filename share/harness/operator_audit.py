@@ -13,11 +13,29 @@ def make_audit(torch, allowed, host_read_ops=(), host_reads_per_forward=None):
     host_read_ops = frozenset(host_read_ops)
     over_budget = f"tensor values read one by one (over {host_reads_per_forward} per forward)"
 
+    # The probe: after each audited forward, still inside the mode, the runner runs one operator on
+    # a tensor of its own. A live audit sees it; an audit the forward switched off (the Python
+    # dispatch key excluded by a guard it left behind, the mode popped or disabled) does not, and
+    # that is counted, never silently passed. What the probe cannot see is an audit switched off
+    # only for a while inside the forward and restored before it returns: the static checks of the
+    # extension's objects (dispatch-key state) and, on the GPU, the kernel trace stand there.
+    probe_tensor = torch.zeros(1)
+    probe_op = torch.ops.aten.neg.default
+
     class OperatorAudit(TorchDispatchMode):
         def __init__(self):
             super().__init__()
             self.forbidden = {}
             self.host_reads = 0
+            self.switched_off = 0
+            self.probe_seen = False
+
+        def probe(self):
+            """Call inside the mode, after the forward: counts the forward if the audit missed it."""
+            self.probe_seen = False
+            probe_op(probe_tensor)
+            if not self.probe_seen:
+                self.switched_off += 1
 
         # Entered once per forward: the budget is per forward.
         def __enter__(self):
@@ -25,6 +43,9 @@ def make_audit(torch, allowed, host_read_ops=(), host_reads_per_forward=None):
             return super().__enter__()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if args and args[0] is probe_tensor:
+                self.probe_seen = True
+                return func(*args, **(kwargs or {}))
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
             if name in host_read_ops:
                 self.host_reads += 1

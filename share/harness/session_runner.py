@@ -29,7 +29,8 @@ the two buffers the owner sends (inputs read-only), says "ready", and serves cal
             after the last copy: each copy is queued on the current stream behind its forward, so
             a buffer the next forward reuses on that stream is copied first
             {"ok": false, "error": "..."}                      a forward raised
-  owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N}  and the runner ends.
+  owner -> {"cmd": "exit"}  -> {"forbidden_ops": {...}, "calls": N, "audit_off": K}  and the runner
+            ends (K: audited forwards after which the audit's probe went unseen)
 Status lines for the C++ driver go to fd 3 (one JSON object a line): "connected", "ended".
 """
 
@@ -250,7 +251,8 @@ def main():
             if cuda:
                 torch.cuda.synchronize()
                 flush_kernel_trace()
-            conn.send(json.dumps({"forbidden_ops": audit.forbidden if audit else {}, "calls": calls}).encode())
+            conn.send(json.dumps({"forbidden_ops": audit.forbidden if audit else {}, "calls": calls,
+                                  "audit_off": audit.switched_off if audit else 0}).encode())
             break
         calls += 1
         slot_scalars = command.get("slot_scalars") or []
@@ -284,6 +286,7 @@ def main():
                         if audited:
                             with audit:
                                 result = model(*args_in)
+                                audit.probe()
                         else:
                             result = model(*args_in)
                     if events:

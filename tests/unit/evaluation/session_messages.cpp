@@ -97,9 +97,31 @@ TEST_CASE("a runner's report is bounded: at most 64 operator names of 64 bytes")
   CHECK(end.reported);
   CHECK(end.forbidden_ops.size() == 64);
   CHECK(end.forbidden_ops.begin()->first.size() == 64);
+  CHECK(end.audit_off == 0);
   RunnerEnd none;
   parse_runner_report(R"({"ok":true,"runner":null})", none);
   CHECK_FALSE(none.reported);
+  RunnerEnd off;
+  parse_runner_report(R"({"ok":true,"runner":{"forbidden_ops":{},"audit_off":3,"calls":5}})", off);
+  CHECK(off.reported);
+  CHECK(off.audit_off == 3);
+}
+
+TEST_CASE("a runner's long account of a call is kept as text, never cut into invalid JSON") {
+  const std::string error(5000, 'e');
+  auto batch = parse_owner_calls(R"({"ok":true,"calls":[{"host_ms":1,"runner":{"ok":false,"error":")" + error +
+                                 R"("}}]})");
+  REQUIRE(batch);
+  REQUIRE(batch.value().calls.size() == 1);
+  const std::string& json = batch.value().calls[0].runner_json;
+  simdjson::dom::parser parser;
+  simdjson::dom::element parsed;
+  REQUIRE_FALSE(parser.parse(json).get(parsed));
+  CHECK(int64_t(parsed["cut_at_bytes"]) == 2000);
+  CHECK(std::string_view(parsed["text"]).size() == 2000);
+  auto short_one = parse_owner_calls(R"({"ok":true,"calls":[{"host_ms":1,"runner":{"ok":true}}]})");
+  REQUIRE(short_one);
+  CHECK(short_one.value().calls[0].runner_json == R"({"ok":true})");
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ VerifyFacts passing() {
   facts.batch = CallBatch{};
   for (int i = 0; i < 5; ++i) facts.batch->calls.push_back(matching_call());
   facts.end = RunnerEnd{};
+  facts.end->reported = true;
   return facts;
 }
 
@@ -205,6 +206,23 @@ TEST_CASE("torch compute in forward is REJECT_POLICY, before a wrong answer") {
   const VerifyDecision decision = decide_verify(facts);
   CHECK(decision.verdict == Verdict::kRejectPolicy);
   CHECK(decision.reason.find("relu x5") != std::string::npos);
+}
+
+TEST_CASE("a runner that ends without the audit's report earns no PASS; an audit switched off is FLAG_HACK") {
+  VerifyFacts facts = passing();
+  facts.end->reported = false;  // it exited, crashed or hung after its last answer
+  VerifyDecision decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kFailRuntime);
+  CHECK(decision.reason.find("without the operator audit's report") != std::string::npos);
+  facts = passing();
+  facts.end->audit_off = 2;  // its probe went unseen after two audited forwards
+  decision = decide_verify(facts);
+  CHECK(decision.verdict == Verdict::kFlagHack);
+  CHECK(decision.reason.find("switched off") != std::string::npos);
+  CHECK(decision.reason.find("2 audited forwards") != std::string::npos);
+  // Switched off outranks what the audit saw before it was.
+  facts.end->forbidden_ops["add"] = 3;
+  CHECK(decide_verify(facts).verdict == Verdict::kFlagHack);
 }
 
 TEST_CASE("a call that raised is the audit's REJECT_POLICY when the audit saw something; else FAIL_RUNTIME") {

@@ -31,7 +31,10 @@ CallVerdict verdict_of_stop(const CallStop& stop, std::size_t first_call_index,
 CallVerdict verdict_of_check(const CallCheck& check, const std::string& what);
 
 // What the runner's operator audit saw (torch compute, values read one by one past the budget):
-// REJECT_POLICY naming each finding; nullopt when it saw nothing.
+// REJECT_POLICY naming each finding; FLAG_HACK when its probe after an audited forward went
+// unseen (the audit had been switched off in the process); FAIL_RUNTIME when the runner ended
+// without its report (it exited, crashed or hung after its last answer: what the audit saw is
+// unknown, so the calls' answers cannot earn a PASS); nullopt when it reported and saw nothing.
 std::optional<CallVerdict> verdict_of_audit(const RunnerEnd& end);
 
 // Whether a stop is the audit's: a call that raised while the audit had a finding (the audit

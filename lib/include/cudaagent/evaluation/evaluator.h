@@ -233,7 +233,10 @@ struct RunnerStart {
 struct RunnerEnd {
   ProcessResult process;
   std::map<std::string, std::int64_t> forbidden_ops;
-  bool reported = false;
+  // Audited calls after which the audit's own probe went unseen: the audit had been switched off
+  // inside the process (a dispatch key excluded, the mode popped).
+  std::int64_t audit_off = 0;
+  bool reported = false;  // the runner answered "exit" with its report
 };
 
 class Evaluator {
