@@ -73,7 +73,8 @@ std::set<std::string> default_allowed_torch_calls() {
           "kHalf",      "kBFloat16",  "kInt",          "kLong",        "kDouble",
           "kByte",      "kBool",      "kInt32",        "kInt64",       "kFloat16",
           "requires_grad", "DeviceGuard", "OptionalDeviceGuard", "CUDAGuard", "OptionalCUDAGuard",
-          "globalContext", "detail",  "native",        "check",        "MemoryFormat"};
+          "globalContext", "detail",  "native",        "check",        "MemoryFormat",
+          "parallel_for"};  // threads, not compute: the object check names them (thread-creation)
 }
 
 std::vector<SourceFinding> scan_torch_calls(const std::map<std::string, std::string>& files,

@@ -203,7 +203,8 @@ std::optional<SymbolRuling> tampering(std::string_view path) {
   if (starts_any(path, {"cupti", "cudaProfiler", "cuProfiler"})) {
     return deny(kRuleProfilerAccess, "touches the profiler that times and traces the candidate");
   }
-  // Dispatch-key and Python-mode state: switching off the layers the operator audit sits in.
+  // Dispatch-key and Python-mode state: switching off the layers the operator audit sits in, or
+  // reading them (c10::impl::tls_is_dispatch_key_included tells an audited call from a timed one).
   // ExcludeDispatchKeyGuard itself is allowed: torch::empty_like and the other torch:: factory
   // functions construct one inline (to skip autograd), so every honest binding imports it.
   if (starts_any(path, {"c10::impl::tls_set", "c10::impl::_force_tls_local_dispatch_key_set",
@@ -217,7 +218,7 @@ std::optional<SymbolRuling> tampering(std::string_view path) {
                         "at::ThreadLocalStateGuard", "c10::ThreadLocalDebugInfo",
                         "at::DisableTorchFunction", "torch::DisableTorchFunction",
                         "at::functionalization::impl", "c10::impl::dispatch_mode",
-                        "torch::torch_dispatch_mode"}) ||
+                        "torch::torch_dispatch_mode", "c10::impl::tls_"}) ||
       (starts_any(path, {"c10::", "at::", "torch::"}) &&
        (path.find("DispatchMode") != std::string_view::npos ||
         path.find("tls_set_") != std::string_view::npos))) {
@@ -246,7 +247,8 @@ std::optional<SymbolRuling> threads(std::string_view path) {
       starts_any(path, {"std::jthread", "std::__future_base::_Async_state", "std::async", "GOMP_",
                         "omp_", "__kmpc_", "at::internal::", "c10::ThreadPool",
                         "c10::TaskThreadPool", "at::PTThreadPool", "tbb::"})) {
-    return deny(kRuleThreads, "starts threads or callbacks outside the candidate's call");
+    return deny(kRuleThreads, "starts threads or callbacks (nothing in an object tells one joined "
+                              "within the call from one that outlives it)");
   }
   return std::nullopt;
 }
@@ -469,6 +471,17 @@ std::optional<SymbolRuling> python_rule(std::string_view path) {
       return allow();
     }
     return deny(kRulePythonApi, "reads or drives the interpreter's frames");
+  }
+  // The interpreter's frames: the harness's own locals (the audit among them) are one step up.
+  // pybind11's error formatting walks a traceback's frames (PyFrame_GetBack, GetCode,
+  // GetLineNumber); nothing of the glue reads a frame's variables or starts from the thread's.
+  if (one_of(path, {"PyThreadState_GetFrame", "PyFrame_GetLocals", "PyFrame_GetGlobals",
+                    "PyFrame_GetBuiltins", "PyFrame_GetVar", "PyFrame_GetVarString",
+                    "PyFrame_FastToLocals", "PyFrame_FastToLocalsWithError",
+                    "PyFrame_LocalsToFast", "PyFrame_New"}) ||
+      starts(path, "_PyFrame_") || starts(path, "PyUnstable_Frame") ||
+      starts(path, "PyUnstable_InterpreterFrame")) {
+    return deny(kRulePythonApi, "reads the interpreter's frames");
   }
   if (starts(path, "PySys_")) {
     if (one_of(path, {"PySys_GetObject", "PySys_WriteStdout", "PySys_WriteStderr",

@@ -165,9 +165,15 @@ TEST_CASE("tampering is FLAG_HACK") {
        {"c10::impl::tls_set_dispatch_key_excluded(c10::DispatchKey, bool)",
         "c10::impl::_force_tls_local_dispatch_key_set(c10::impl::LocalDispatchKeySet)",
         "c10::impl::raw_local_dispatch_key_set", "c10::impl::IncludeDispatchKeyGuard::IncludeDispatchKeyGuard(c10::DispatchKeySet)",
-        "c10::impl::TorchDispatchModeTLS::pop_stack()", "at::ThreadLocalStateGuard::ThreadLocalStateGuard(at::ThreadLocalState const&)"}) {
+        "c10::impl::TorchDispatchModeTLS::pop_stack()", "at::ThreadLocalStateGuard::ThreadLocalStateGuard(at::ThreadLocalState const&)",
+        // Reading the state tells an audited call from a timed one.
+        "c10::impl::tls_is_dispatch_key_included(c10::DispatchKey)",
+        "c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey)",
+        "c10::impl::tls_local_dispatch_key_set()"}) {
     CHECK_MESSAGE(rule(symbol) == "dispatch-state", std::string(symbol));
   }
+  // What every honest binding imports (torch::empty_like skips autograd with one) stays allowed.
+  CHECK(verdict("c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)") == Verdict::kPass);
   for (const char* symbol : {"PyRun_SimpleString", "PyRun_StringFlags", "Py_CompileString",
                              "PyEval_EvalCode", "PyEval_SetProfile", "PySys_AddAuditHook"}) {
     CHECK_MESSAGE(rule(symbol) == "python-exec", std::string(symbol));
@@ -200,6 +206,15 @@ TEST_CASE("forbidden use is REJECT_POLICY with a reason") {
   }
   CHECK(rule("PyImport_ImportModule") == "python-api");
   CHECK(rule("PyEval_GetGlobals") == "python-api");
+  // A frame's variables (the harness's locals one step up), and the thread's frame to start from;
+  // the traceback walk of pybind11's error text stays allowed.
+  for (const char* symbol : {"PyThreadState_GetFrame", "PyFrame_GetLocals", "PyFrame_GetGlobals",
+                             "PyFrame_FastToLocalsWithError", "_PyFrame_GetLocals"}) {
+    CHECK_MESSAGE(rule(symbol) == "python-api", std::string(symbol));
+  }
+  for (const char* symbol : {"PyFrame_GetBack", "PyFrame_GetCode", "PyFrame_GetLineNumber"}) {
+    CHECK_MESSAGE(verdict(symbol) == Verdict::kPass, std::string(symbol));
+  }
   CHECK(rule("cublasSaxpy_v2") == "cublas-not-gemm");
   CHECK(rule("cublasSgemv_v2") == "cublas-not-gemm");
   CHECK(rule("cublasLtMatmul") == "cublas-not-gemm");
