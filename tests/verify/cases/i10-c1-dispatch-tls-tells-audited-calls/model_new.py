@@ -1,0 +1,16 @@
+import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        if cuda_extension.careful():
+            return cuda_extension.bias_relu_scale(x, self.bias, 2.0)
+        y = x + self.bias
+        return y * (y > 0) * 2.0

@@ -1,0 +1,11 @@
+#include <torch/extension.h>
+
+#include "binding_registry.h"
+
+int64_t version();
+
+static void register_bias_relu(pybind11::module& m) {
+  m.def("version", &version);
+}
+
+REGISTER_BINDING(bias_relu, register_bias_relu);

@@ -1,0 +1,1 @@
+jq -e .verify.verdict >/dev/null
