@@ -154,12 +154,16 @@ Status Builder::prepare(const std::string& out_dir) {
   for (const auto& path : torch_.include_paths) includes_.insert(includes_.end(), {"-isystem", path});
   if (options_.cuda) includes_.insert(includes_.end(), {"-isystem", "/usr/local/cuda/include"});
   job_includes_ = {"-I" + workspace_, "-I" + workspace_ + "/kernels"};
-  cxx_flags_ = {"-O" + std::to_string(options_.host_optimization), "-std=c++17", "-fPIC", "-w"};
+  // Line tables (-g1) tell the candidate's code from pybind11's glue in the objects
+  // (object_lines.h); DWARF 4 because binutils 2.40 misreads GCC 12's DWARF 5 in relocatable
+  // objects. Debug information never changes the code GCC generates.
+  cxx_flags_ = {"-O" + std::to_string(options_.host_optimization), "-std=c++17", "-fPIC", "-w",
+                "-g1", "-gdwarf-4"};
   cxx_flags_.insert(cxx_flags_.end(), defines.begin(), defines.end());
   std::string arch = options_.cuda_arch.empty() ? torch_.gpu_arch : options_.cuda_arch;
   if (arch.empty()) arch = "90";
   nvcc_flags_ = {
-      "-O3", "--use_fast_math", "-std=c++17", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr",
+      "-O3", "--use_fast_math", "-std=c++17", "-Xcompiler", "-fPIC,-g1,-gdwarf-4", "--expt-relaxed-constexpr",
       "-gencode=arch=compute_" + arch + ",code=sm_" + arch, "-D__CUDA_NO_HALF_OPERATORS__",
       "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
       "-D__CUDA_NO_HALF2_OPERATORS__", "-w"};
@@ -171,6 +175,7 @@ Status Builder::prepare(const std::string& out_dir) {
   }
   scope_.public_roots = public_header_roots(torch_);
   scope_.public_roots.push_back(cache_ + "/pch");  // -Winvalid-pch names the header it declined
+  result_.glue_roots = scope_.public_roots;
   return Status::ok();
 }
 
@@ -394,7 +399,8 @@ void Builder::link(const std::string& out_dir) {
   // content-addressed): profile links what verify linked, and it costs a g++ run against libtorch.
   Sha256 key;
   key.add_part(cxx_.path + cxx_.version).add_part(options_.module_name + torch_.extension_suffix);
-  std::vector<std::string> argv = {cxx_.path, "-shared", "-o", result_.module_path};
+  // The objects' line tables are for the object check only: the module is loaded without them.
+  std::vector<std::string> argv = {cxx_.path, "-shared", "-Wl,--strip-debug", "-o", result_.module_path};
   for (const Job& job : jobs_) argv.push_back(job.object);
   for (const auto& path : torch_.library_paths) {
     argv.push_back("-L" + path);

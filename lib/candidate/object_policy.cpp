@@ -161,10 +161,13 @@ void parse_objdump_output(std::string_view text, ObjectFacts& facts) {
                                std::string(operand));
     }
   });
+  facts.python_sites = python_sites_of(text);
 }
 
 std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects,
-                                         const ObjectPolicy& policy, std::size_t max_per_object) {
+                                         const ObjectPolicy& policy,
+                                         const std::vector<std::string>& glue_roots,
+                                         std::size_t max_per_object) {
   std::unordered_set<std::string> defined;
   for (const ObjectFacts& object : objects) defined.insert(object.defined.begin(), object.defined.end());
   std::vector<PolicyFinding> findings;
@@ -185,6 +188,16 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
       findings.push_back({std::string(kRuleCodeMemory), object.source,
                           "section " + name + " is both writable and executable",
                           verdict_of_object_rule(kRuleCodeMemory)});
+    }
+    // One finding per candidate line that reaches Python (the first three: one is enough to
+    // refuse, a few help the author).
+    std::set<std::string> lines_seen;
+    for (const PythonSite& site : object.python_sites) {
+      if (lines_seen.size() >= 3) break;
+      auto use = candidate_python_use(site, glue_roots);
+      if (!use || !lines_seen.insert(use->substr(0, use->find(' '))).second) continue;
+      findings.push_back({std::string(kRulePythonApi), object.source, *use,
+                          verdict_of_object_rule(kRulePythonApi)});
     }
     // One finding per symbol, FLAG_HACK ones first, at most max_per_object in all.
     std::set<std::string> seen;
@@ -267,11 +280,13 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     facts.source = step.source;
     const std::string stem = tool_texts_stem(build.cache_dir, step.object);
     std::string nm_text, objdump_text;
-    if (stem.empty() || !read_whole_file(stem + ".nm", nm_text) || !read_whole_file(stem + ".objdump", objdump_text)) {
+    if (stem.empty() || !read_whole_file(stem + ".nm", nm_text) ||
+        !read_whole_file(stem + ".objdump-lines", objdump_text)) {
       auto nm = run({options.nm, "-g", "-C", step.object});
       if (Status status = usable(nm, "nm", facts); !status) return status;
       auto objdump =
-          run({options.objdump, "-h", "-d", "-r", "-w", "--no-show-raw-insn", step.object});
+          run({options.objdump, "-h", "-d", "-l", "--inlines", "-r", "-w", "--no-show-raw-insn",
+               step.object});
       if (Status status = usable(objdump, "objdump", facts); !status) return status;
       if (!facts.unreadable.empty()) {
         facts.unreadable_is_tampering = false;
@@ -279,10 +294,12 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
         continue;
       }
       nm_text = std::move(nm.value().out);
-      objdump_text = std::move(objdump.value().out);
+      // What the checks read of objdump's text, and only that: with line tables it prints
+      // megabytes per object. Fresh and cached texts are parsed alike.
+      objdump_text = kept_objdump_lines(objdump.value().out);
       // Only what both tools read whole is kept; the .nm file last, so a reader that finds it
       // finds the other too.
-      if (!stem.empty() && write_file_atomically(stem + ".objdump", objdump_text)) {
+      if (!stem.empty() && write_file_atomically(stem + ".objdump-lines", objdump_text)) {
         (void)write_file_atomically(stem + ".nm", nm_text);
       }
     }
@@ -290,7 +307,7 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     parse_objdump_output(objdump_text, facts);
     objects.push_back(std::move(facts));
   }
-  return judge_objects(objects, options.policy);
+  return judge_objects(objects, options.policy, build.glue_roots);
 }
 
 Result<std::vector<PolicyFinding>> check_objects(

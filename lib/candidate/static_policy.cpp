@@ -56,6 +56,11 @@ SourcePolicyOutcome check_source_policies(const Snapshot& snapshot, const Static
                                 found.call + " computes with torch; only the candidate's own "
                                 "kernels may compute"});
   }
+  for (const auto& found : scan_line_directives(snapshot.files)) {
+    outcome.findings.push_back({"line-directive", found.file + ":" + std::to_string(found.line),
+                                found.call + " changes which file and line the compiler records for "
+                                "the code after it; the object check reads them"});
+  }
   const auto model_new = snapshot.files.find("model_new.py");
   if (model_new == snapshot.files.end()) {
     outcome.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});

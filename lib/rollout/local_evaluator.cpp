@@ -300,6 +300,10 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
     notes += "  torch-compute-in-source: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
              " computes with torch; only your own kernels may compute\n";
   }
+  for (const auto& found : scan_line_directives(snapshot.value().files)) {
+    notes += "  line-directive: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
+             " changes the file and line the compiler records; the verifier refuses it\n";
+  }
   if (!notes.empty()) notes = "\nthe verifier will reject this workspace as it is:\n" + notes;
   Lease lease(build_pool_);
   auto root = make_private_dir(settings_.verify.scratch_dir, "cudaagent-compile");

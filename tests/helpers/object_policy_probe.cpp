@@ -1,4 +1,4 @@
-// object_policy_probe POLICY_JSON SOURCE=OBJECT...: runs the binary-level policy (object_policy.h)
+// object_policy_probe POLICY_JSON [--glue-root=DIR]... SOURCE=OBJECT...: runs the binary-level policy (object_policy.h)
 // on objects compiled elsewhere, each named by the candidate source it came from
 // ("kernels/a.cu=/tmp/a.o"), and prints the verdict (PASS, REJECT_POLICY, FLAG_HACK) on the first
 // line and one finding per line after it. Exit 0 when it could judge, 1 when it could not, 2 on
@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   build.ok = true;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg.rfind("--glue-root=", 0) == 0) {  // a header folder whose lines are not the candidate's
+      build.glue_roots.push_back(arg.substr(12));
+      continue;
+    }
     const std::size_t eq = arg.find('=');
     if (eq == std::string::npos) {
       std::fprintf(stderr, "object_policy_probe: expected SOURCE=OBJECT, got '%s'\n", argv[i]);

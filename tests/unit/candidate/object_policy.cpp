@@ -245,7 +245,7 @@ TEST_CASE("nm output: undefined and defined names, a line of any other shape is 
   ObjectFacts broken;
   cudaagent::parse_nm_output("                 U foo\nPyRun_SimpleString\n", broken);
   CHECK_FALSE(broken.unreadable.empty());
-  const auto findings = cudaagent::judge_objects({broken}, policy());
+  const auto findings = cudaagent::judge_objects({broken}, policy(), {});
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].rule == "malformed-object");
   CHECK(findings[0].verdict == Verdict::kFlagHack);
@@ -314,8 +314,8 @@ TEST_CASE("an import defined by another candidate object is the candidate's own 
   binding.source = "kernels/a_binding.cpp";
   binding.undefined = {"dlsym", "launch(float*)"};
   binding.defined = {"launch(float*)"};
-  CHECK(cudaagent::judge_objects({kernel, binding}, policy()).empty());
-  CHECK_FALSE(cudaagent::judge_objects({binding}, policy()).empty());
+  CHECK(cudaagent::judge_objects({kernel, binding}, policy(), {}).empty());
+  CHECK_FALSE(cudaagent::judge_objects({binding}, policy(), {}).empty());
 }
 
 TEST_CASE("honest objects built with torch pass (fixtures)") {
@@ -339,7 +339,7 @@ TEST_CASE("honest objects built with torch pass (fixtures)") {
       REQUIRE_MESSAGE(facts.unreadable.empty(), facts.unreadable);
       objects.push_back(std::move(facts));
     }
-    const auto findings = cudaagent::judge_objects(objects, policy());
+    const auto findings = cudaagent::judge_objects(objects, policy(), {});
     CHECK_MESSAGE(findings.empty(), names.front(), ":\n", describe(findings));
   }
 }

@@ -68,6 +68,9 @@ struct BuildResult {
   // The build cache the objects and the module came from; the object policy keeps its tools'
   // output there too (object-tools/). Empty for a result not made by build_extension: no caching.
   std::string cache_dir;
+  // The header folders whose code is the toolchain's, torch's or Python's (public_header_roots):
+  // a line table's file anywhere else is the candidate's (object_lines.h).
+  std::vector<std::string> glue_roots;
 };
 
 // Builds `workspace_dir` (which holds the snapshot and pristine binding files) into `out_dir`.

@@ -25,6 +25,7 @@
 
 #include "cudaagent/base/status.h"
 #include "cudaagent/candidate/extension_build.h"
+#include "cudaagent/candidate/object_lines.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/records/verdict.h"
 #include "cudaagent/sandbox/process.h"
@@ -88,6 +89,7 @@ struct ObjectFacts {
   std::vector<std::string> defined;        // demangled external definitions
   std::vector<std::string> syscalls;       // "section+addr: instruction"
   std::vector<std::string> writable_code;  // sections both writable and executable
+  std::vector<PythonSite> python_sites;    // references to Python, with their source lines
   std::string unreadable;                  // why the tools' output could not be read, if so
   // An output line of impossible shape (a symbol name holding a newline) is malformed-object
   // (FLAG_HACK); a tool that failed or timed out on the object is unreadable-object (REJECT_POLICY).
@@ -97,15 +99,19 @@ struct ObjectFacts {
 // Parses `nm -g -C` output into `facts` (undefined and defined). A line of any other shape (a name
 // holding a newline, say) sets facts.unreadable. Exposed for tests.
 void parse_nm_output(std::string_view text, ObjectFacts& facts);
-// Parses `objdump -h -d -r -w --no-show-raw-insn` output: system-call instructions (syscall,
-// sysenter, int $0x80) in any code section, and sections both writable and executable.
+// Parses `objdump -h -d -l --inlines -r -w --no-show-raw-insn` output (or kept_objdump_lines of
+// it): system-call instructions (syscall, sysenter, int $0x80) in any code section, sections both
+// writable and executable, and every reference to Python with its source lines.
 void parse_objdump_output(std::string_view text, ObjectFacts& facts);
 
 // The findings for a set of objects linked together: an import defined by another of them is the
 // candidate's own code and allowed. At most `max_per_object` symbol findings per object (then one
-// "and N more"). Pure; thread-safe.
+// "and N more"). A reference to Python from the candidate's own lines is python-api
+// (object_lines.h); `glue_roots` are the header folders whose lines are the toolchain's, torch's
+// and Python's (none: every line is the candidate's). Pure; thread-safe.
 std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects,
                                          const ObjectPolicy& policy,
+                                         const std::vector<std::string>& glue_roots,
                                          std::size_t max_per_object = 12);
 
 struct ObjectCheckOptions {

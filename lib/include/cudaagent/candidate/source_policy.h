@@ -22,6 +22,13 @@ struct SourceFinding {
 std::vector<SourceFinding> scan_torch_calls(const std::map<std::string, std::string>& files,
                                             const std::set<std::string>& allowed);
 
+// Directives that change the file or line the compiler records for the code after them, in every
+// .cu/.cuh/.cpp/.h file of `files`: `#line`, GNU linemarkers (`# 12 "file"`), the assembler's
+// .loc/.file/.line in a file with inline assembly, and any .debug_ section named. The object check
+// attributes each reference to Python to a source line (object_lines.h); these would let a
+// candidate's line pass for a header's. `call` is what was found ("#line", "linemarker", ...).
+std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std::string>& files);
+
 // The default allowed names: allocation, options, types and namespaces.
 std::set<std::string> default_allowed_torch_calls();
 
