@@ -208,11 +208,14 @@ bool registration_entry_point(const std::string& function, const std::string& bo
   if (std::find(kExact.begin(), kExact.end(), path) != kExact.end()) return true;
   // py::arg("scale") = 1.0: arg::operator=<double> (an operator's template arguments stay on it).
   if (starts(path, "pybind11::arg::operator=<")) return true;
+  // Constructing and destroying one of pybind11's exceptions (not set_error, which sets the
+  // interpreter's error indicator).
   for (std::string_view type : {"builtin_exception", "stop_iteration", "index_error", "key_error",
                                 "value_error", "type_error", "buffer_error", "import_error",
                                 "attribute_error", "cast_error", "reference_cast_error"}) {
-    const std::string prefix = "pybind11::" + std::string(type) + "::";
-    if (starts(path, prefix)) return true;
+    const std::string name = "pybind11::" + std::string(type) + "::" + std::string(type);
+    const std::string destructor = "pybind11::" + std::string(type) + "::~" + std::string(type);
+    if (path == name || path == destructor) return true;
   }
   return path == "pybind11::pybind11_fail";
 }
@@ -252,8 +255,15 @@ std::string where(const SourceFrame& frame) {
 
 bool reaches_python(std::string_view name) {
   if (is_python_c_api(name)) return true;
+  // torch's Python objects of tensors (THPVariable_Wrap, THPVariable_Unpack, THPVariableClass):
+  // the type casters in m.def's glue use them; from a candidate's line they hand it a PyObject.
+  if (starts(name, "THP")) return true;
   if (!starts(name, "_Z")) return false;
   name.remove_prefix(2);
+  if (const std::size_t digits = name.find_first_not_of("0123456789"); digits > 0 && digits != std::string_view::npos &&
+      starts(name.substr(digits), "THP")) {
+    return true;  // a free C++ function of torch's Python layer: _Z19THPVariable_Unpack...
+  }
   if (starts(name, "Z")) name.remove_prefix(1);  // a local entity of a pybind11 function
   if (!starts(name, "N")) return false;
   name.remove_prefix(1);
@@ -274,9 +284,10 @@ std::optional<std::string> candidate_python_use(const PythonSite& site,
              "registration glue may)";
     }
     if (registration_entry_point(callee, k == 0 ? std::string() : site.frames[k - 1].file)) return std::nullopt;
+    const std::string through = k == 0 ? "" : " (" + shown(symbol_path(demangled(site.target))) + ")";
     return where(site.frames[k]) + " calls " + shown(symbol_path(demangled(callee))) +
-           ", which reaches Python (" + shown(symbol_path(demangled(site.target))) +
-           "): a candidate's own code may use pybind11 only to register its functions "
+           ", which reaches Python" + through +
+           ": a candidate's own code may use pybind11 only to register its functions "
            "(module_::def, arg, gil_scoped_release)";
   }
   return std::nullopt;  // every frame is the glue's

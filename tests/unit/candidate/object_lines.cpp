@@ -58,6 +58,9 @@ TEST_CASE("object lines: which references reach Python") {
   CHECK_FALSE(reaches_python("_ZN2at6TensorD2Ev"));
   CHECK_FALSE(reaches_python("_ZTVN8pybind1117builtin_exceptionE"));  // a vtable: data about a type
   CHECK_FALSE(reaches_python("cudaLaunchKernel"));
+  CHECK(reaches_python("THPVariable_Wrap"));
+  CHECK(reaches_python("_Z18THPVariable_UnpackP7_object"));
+  CHECK_FALSE(reaches_python("_Z12THE_functionv"));
 }
 
 TEST_CASE("object lines: every reference with its whole chain of inlined call sites") {
@@ -111,6 +114,16 @@ TEST_CASE("object lines: a frame without a file, or a file beside the glue, is t
   CHECK_FALSE(candidate_python_use(plain, kGlue));
   plain.frames[0].file = "/usr/include/python3.11/tupleobject.h";
   CHECK(candidate_python_use(plain, kGlue));
+  // Throwing pybind11's exceptions is reporting; setting the interpreter's error is not.
+  cudaagent::PythonSite thrown{"_ZN8pybind1111value_errorC1EPKc", {{"/ws/kernels/a.cpp", 9, "_Z1fv"}}};
+  CHECK_FALSE(candidate_python_use(thrown, kGlue));
+  cudaagent::PythonSite set{"PyErr_SetString", {{"/usr/include/pybind11/detail/common.h", 900,
+                                                 "_ZNK8pybind1111value_error9set_errorEv"},
+                                                {"/ws/kernels/a.cpp", 9, "_Z1fv"}}};
+  CHECK(candidate_python_use(set, kGlue));
+  // A tensor's Python object from the candidate's line.
+  cudaagent::PythonSite wrap{"_Z16THPVariable_WrapN2at10TensorBaseE", {{"/ws/kernels/a.cpp", 9, "_Z1fv"}}};
+  CHECK(candidate_python_use(wrap, kGlue));
 }
 
 TEST_CASE("object lines: the kept text reads as the whole text does, and is smaller") {

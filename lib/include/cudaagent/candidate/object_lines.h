@@ -6,7 +6,7 @@
 // source line of the code and the chain of calls it was inlined through. A reference is the
 // glue's when no frame of that chain lies in the candidate's own files; otherwise the deepest
 // candidate frame must be a call of one of pybind11's registration entry points (module_::def,
-// arg, arg_v, gil_scoped_*, an object's destructor, pybind11's exception types), and a reference
+// arg, arg_v, gil_scoped_*, an object's destructor, constructing pybind11's exceptions), and a reference
 // made on a candidate line itself must be one of those entry points, never the C API.
 //
 // What it relies on: a line's file is the compiler's account of where the code came from, so
@@ -38,8 +38,8 @@ struct PythonSite {
   std::vector<SourceFrame> frames;  // innermost first; never empty
 };
 
-// Python's C API (Py*, _Py*) or a pybind11 function or object (its mangled name in namespace
-// pybind11). `name` is a relocation's or call's target as objdump prints it.
+// Python's C API (Py*, _Py*), torch's Python layer for tensors (THP*), or a pybind11 function
+// or object (its mangled name in namespace pybind11). `name` is a relocation's or call's target as objdump prints it.
 bool reaches_python(std::string_view name);
 
 // Why the site is the candidate's own use of Python (a sentence naming the candidate's line and
