@@ -146,6 +146,131 @@ std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std:
   return findings;
 }
 
+namespace {
+
+// One preprocessing directive of a candidate file: its name ("define", "include", ...) and the
+// rest of its (continued) line, read from the raw bytes where the comment-free text has one.
+struct Directive {
+  std::string name;
+  std::string rest;
+  int line = 0;
+};
+
+std::vector<Directive> directives_of(const std::string& bytes) {
+  const std::string code = without_comments_and_literals(bytes);
+  std::vector<Directive> out;
+  std::size_t start = 0;
+  int line = 1;
+  while (start < code.size()) {
+    std::size_t end = start;
+    int lines = 1;
+    // A directive's line runs on past a backslash-newline.
+    while (end < code.size() && code[end] != '\n') {
+      if (code[end] == '\\' && end + 1 < code.size() && code[end + 1] == '\n') {
+        end += 2;
+        ++lines;
+        continue;
+      }
+      ++end;
+    }
+    std::size_t i = code.find_first_not_of(" \t\r\f\v", start);
+    if (i != std::string::npos && i < end && (code[i] == '#' || code.compare(i, 2, "%:") == 0)) {
+      i += code[i] == '#' ? 1 : 2;
+      std::string raw = bytes.substr(i, end - i);
+      std::string joined;
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        if (raw[k] == '\\' && k + 1 < raw.size() && raw[k + 1] == '\n') {
+          ++k;
+          continue;
+        }
+        joined.push_back(raw[k]);
+      }
+      std::size_t n = joined.find_first_not_of(" \t");
+      std::size_t e = n;
+      while (e < joined.size() && is_identifier_char(joined[e])) ++e;
+      if (n != std::string::npos) {
+        Directive d{joined.substr(n, e - n), joined.substr(e), line};
+        const std::size_t first = d.rest.find_first_not_of(" \t");
+        d.rest = first == std::string::npos ? "" : d.rest.substr(first);
+        out.push_back(std::move(d));
+      }
+    }
+    line += lines;
+    start = end + 1;
+  }
+  return out;
+}
+
+// Headers whose code references Python: torch's, pybind11's, Python's, and the registration
+// header that includes pybind11. A computed include (#include MACRO) counts too.
+bool python_header(const std::string& rest) {
+  if (rest.empty() || (rest[0] != '<' && rest[0] != '"')) return true;
+  const std::size_t close = rest.find(rest[0] == '<' ? '>' : '"', 1);
+  const std::string name = rest.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+  for (const char* prefix : {"torch/", "pybind11/", "Python.h", "python3", "binding_registry.h"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The candidate header a quoted include names, when it is one of `files` (all in kernels/).
+std::string candidate_header(const std::string& rest, const std::map<std::string, std::string>& files) {
+  if (rest.empty() || rest[0] != '"') return {};
+  const std::size_t close = rest.find('"', 1);
+  std::string name = rest.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+  name = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  return files.count("kernels/" + name) != 0 ? "kernels/" + name : std::string();
+}
+
+// A macro that can change code it is expanded in: a non-empty #define (an empty object-like one,
+// an include guard, only removes a token), #undef, or #pragma push_macro/pop_macro.
+bool macro_change(const Directive& d) {
+  if (d.name == "undef") return true;
+  if (d.name == "pragma") return d.rest.find("push_macro") != std::string::npos || d.rest.find("pop_macro") != std::string::npos;
+  if (d.name != "define") return false;
+  std::size_t e = 0;
+  while (e < d.rest.size() && is_identifier_char(d.rest[e])) ++e;
+  if (e < d.rest.size() && d.rest[e] == '(') return true;
+  return d.rest.find_first_not_of(" \t\r", e) != std::string::npos;
+}
+
+struct MacroScan {
+  const std::map<std::string, std::string>& files;
+  std::string first_macro;  // "kernels/a.cu:3", once one is seen
+  std::vector<SourceFinding> findings;
+  std::set<std::string> open;  // the include stack, against cycles
+
+  void walk(const std::string& name, int depth) {
+    if (depth > 16 || !open.insert(name).second) return;
+    const auto file = files.find(name);
+    if (file != files.end()) {
+      for (const Directive& d : directives_of(file->second)) {
+        if (macro_change(d) && first_macro.empty()) first_macro = name + ":" + std::to_string(d.line);
+        if (d.name != "include" && d.name != "include_next" && d.name != "import") continue;
+        if (const std::string header = candidate_header(d.rest, files); !header.empty()) {
+          walk(header, depth + 1);
+        } else if (!first_macro.empty() && python_header(d.rest)) {
+          findings.push_back({name, d.line, "#include " + d.rest.substr(0, 60) + " after the macro at " + first_macro});
+        }
+      }
+    }
+    open.erase(name);
+  }
+};
+
+}  // namespace
+
+std::vector<SourceFinding> scan_macros_before_python_headers(const std::map<std::string, std::string>& files) {
+  std::vector<SourceFinding> findings;
+  for (const auto& [name, bytes] : files) {
+    if (!name.ends_with(".cu")) continue;
+    MacroScan scan{files, {}, {}, {}};
+    scan.walk(name, 0);
+    findings.insert(findings.end(), scan.findings.begin(), scan.findings.end());
+  }
+  return findings;
+}
+
 std::set<std::string> default_allowed_torch_calls() {
   return {"empty",      "empty_like", "empty_strided", "zeros",        "zeros_like",
           "Tensor",     "TensorOptions", "dtype",      "device",       "Device",

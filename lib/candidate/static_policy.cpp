@@ -61,6 +61,11 @@ SourcePolicyOutcome check_source_policies(const Snapshot& snapshot, const Static
                                 found.call + " changes which file and line the compiler records for "
                                 "the code after it; the object check reads them"});
   }
+  for (const auto& found : scan_macros_before_python_headers(snapshot.files)) {
+    outcome.findings.push_back({"macro-before-header", found.file + ":" + std::to_string(found.line),
+                                found.call + ": a macro defined before torch's, pybind11's or Python's "
+                                "headers rewrites their code; include them first"});
+  }
   const auto model_new = snapshot.files.find("model_new.py");
   if (model_new == snapshot.files.end()) {
     outcome.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});

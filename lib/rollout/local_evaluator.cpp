@@ -304,6 +304,10 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
     notes += "  line-directive: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
              " changes the file and line the compiler records; the verifier refuses it\n";
   }
+  for (const auto& found : scan_macros_before_python_headers(snapshot.value().files)) {
+    notes += "  macro-before-header: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
+             ": include torch's and pybind11's headers before defining macros\n";
+  }
   if (!notes.empty()) notes = "\nthe verifier will reject this workspace as it is:\n" + notes;
   Lease lease(build_pool_);
   auto root = make_private_dir(settings_.verify.scratch_dir, "cudaagent-compile");

@@ -166,3 +166,34 @@ TEST_CASE("source policy: directives that move code to another file or line") {
   CHECK(by_file.count("kernels/ok.cpp") == 0);
   CHECK(by_file.count("kernels/notes.txt") == 0);
 }
+
+TEST_CASE("source policy: a macro defined before torch's or pybind11's headers in a .cu") {
+  const auto found = cudaagent::scan_macros_before_python_headers({
+      // The macro rewrites the tensor caster's code in torch's header: refused.
+      {"kernels/a.cu", "#define THPVariable_Wrap(t) evil(t)\n#include <torch/extension.h>\n"},
+      // Through a candidate header included first.
+      {"kernels/macros.h", "#pragma once\n#define BLOCK 256\n"},
+      {"kernels/b.cu", "#include \"macros.h\"\n#include <cuda_runtime.h>\n# include <pybind11/pybind11.h>\n"},
+      // Honest: include guards, torch first, macros after; CUDA headers after a macro are fine.
+      {"kernels/guard.h", "#ifndef GUARD_H\n#define GUARD_H\n#include <torch/extension.h>\n#endif\n"},
+      {"kernels/c.cu", "#include \"guard.h\"\n#include <torch/extension.h>\n#define CHECK(x) x\n#include <cuda_fp16.h>\n"},
+      // A .cpp gets the precompiled torch header ahead of its first line.
+      {"kernels/d.cpp", "#define X 1\n#include <torch/extension.h>\n"},
+      // A computed include after its macro; an #undef; a continued directive.
+      {"kernels/e.cu", "#define HEADER <cstdio>\n#include HEADER\n"},
+      {"kernels/f.cu", "#undef assert\n#include \\\n  <torch/extension.h>\n"},
+      // A cycle of candidate headers ends.
+      {"kernels/x.h", "#include \"y.h\"\n"},
+      {"kernels/y.h", "#include \"x.h\"\n"},
+      {"kernels/g.cu", "#include \"x.h\"\n#include <torch/extension.h>\n"},
+  });
+  std::map<std::string, std::string> by_file;
+  for (const auto& f : found) by_file[f.file] += std::to_string(f.line) + ":" + f.call + " | ";
+  CHECK(by_file["kernels/a.cu"] == "2:#include <torch/extension.h> after the macro at kernels/a.cu:1 | ");
+  CHECK(by_file["kernels/b.cu"] == "3:#include <pybind11/pybind11.h> after the macro at kernels/macros.h:2 | ");
+  CHECK(by_file.count("kernels/c.cu") == 0);
+  CHECK(by_file.count("kernels/d.cpp") == 0);
+  CHECK(by_file["kernels/e.cu"].rfind("2:#include HEADER after the macro at kernels/e.cu:1", 0) == 0);
+  CHECK(by_file["kernels/f.cu"].rfind("2:#include <torch/extension.h> after the macro at kernels/f.cu:1", 0) == 0);
+  CHECK(by_file.count("kernels/g.cu") == 0);
+}

@@ -29,6 +29,14 @@ std::vector<SourceFinding> scan_torch_calls(const std::map<std::string, std::str
 // candidate's line pass for a header's. `call` is what was found ("#line", "linemarker", ...).
 std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std::string>& files);
 
+// In a .cu file (and the candidate headers it includes, in order), an #include of torch's,
+// pybind11's or Python's headers (or of binding_registry.h, or a computed #include) after a macro
+// was defined, undefined or pushed: the macro would rewrite code that the object check counts as
+// the glue's (object_lines.h). A .cpp file is compiled with the precompiled torch header ahead of
+// its first line, so no macro of its own reaches those headers. `call` names the include and
+// where the macro was.
+std::vector<SourceFinding> scan_macros_before_python_headers(const std::map<std::string, std::string>& files);
+
 // The default allowed names: allocation, options, types and namespaces.
 std::set<std::string> default_allowed_torch_calls();
 
