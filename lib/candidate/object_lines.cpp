@@ -14,27 +14,16 @@
 #include <memory>
 
 #include "cudaagent/candidate/object_policy.h"
+#include "tool_text.h"
 
 namespace cudaagent {
 namespace {
 
-bool starts(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
+using tool_text::for_each_line;
+using tool_text::starts;
 
 bool all_digits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-template <class Fn>
-void for_each_line(std::string_view text, Fn&& fn) {
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    fn(text.substr(start, end - start));
-    start = end + 1;
-  }
 }
 
 // "FILE:LINE" -> frame; false when the text has no ":LINE" ending.

@@ -15,26 +15,15 @@
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/sha256.h"
+#include "tool_text.h"
 
 namespace cudaagent {
 namespace {
 
-bool starts(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
+using tool_text::for_each_line;
+using tool_text::starts;
 
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
-
-template <class Fn>
-void for_each_line(std::string_view text, Fn&& fn) {
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    fn(text.substr(start, end - start));
-    start = end + 1;
-  }
-}
 
 // Names are the candidate's bytes: cut long ones and escape what a terminal would act on.
 std::string shown(std::string_view name) {
