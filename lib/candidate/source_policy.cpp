@@ -3,6 +3,7 @@
 #include "cudaagent/candidate/source_policy.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <string_view>
@@ -104,6 +105,157 @@ int line_of(const std::string& text, std::size_t at) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
 }
 
+// The assembler's directives that set line information, define assembler macros (which can build
+// any other directive's name), include files, or move code within or into a text section (code
+// appended to a header function's section would read as that function's lines): in a file with
+// inline assembly they could rewrite what the object check reads. Data sections stay allowed, and
+// PTX's own directives (.reg, .pred, state spaces inside mnemonics) are none of these.
+std::string assembler_directive_in(std::string_view text) {
+  static constexpr std::array<std::string_view, 20> kNames = {
+      "loc", "file", "line", "stabs", "stabn", "stabd", "macro", "irp", "irpc", "rept",
+      "altmacro", "purgem", "include", "subsection", "org", "set", "equ", "equiv", "symver", "text"};
+  for (std::size_t i = text.find('.'); i != std::string_view::npos; i = text.find('.', i + 1)) {
+    if (i > 0 && is_identifier_char(text[i - 1])) continue;
+    std::size_t end = i + 1;
+    while (end < text.size() && is_identifier_char(text[end])) ++end;
+    const std::string_view word = text.substr(i + 1, end - i - 1);
+    if (std::find(kNames.begin(), kNames.end(), word) != kNames.end()) return "." + std::string(word);
+    if (word == "section" || word == "pushsection") {
+      std::size_t arg = end;
+      while (arg < text.size() && (text[arg] == ' ' || text[arg] == '\t' || text[arg] == '"' || text[arg] == '\\')) ++arg;
+      if (text.substr(arg, 5) == ".text") return "." + std::string(word) + " .text";
+    }
+  }
+  return {};
+}
+
+// The contents of a file's string literals as the compiler sees them: escapes decoded, adjacent
+// literals joined, raw strings whole. Comments and character literals are skipped.
+std::vector<std::string> string_literals(const std::string& text) {
+  std::vector<std::string> out;
+  bool joinable = false;  // only blanks since the last literal ended
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const std::size_t close = text.find("*/", i + 2);
+      i = close == std::string::npos ? text.size() : close + 2;
+      continue;
+    }
+    if (c == '\'') {  // a character literal
+      for (++i; i < text.size() && text[i] != '\'' && text[i] != '\n'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      ++i;
+      joinable = false;
+      continue;
+    }
+    if (c != '"') {
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(c == 'R' || c == 'u' || c == 'U' || c == 'L' || c == '8')) {
+        joinable = false;
+      }
+      ++i;
+      continue;
+    }
+    std::string value;
+    if (i > 0 && text[i - 1] == 'R') {  // R"delim( ... )delim"
+      const std::size_t open = text.find('(', i);
+      const std::string close = ")" + text.substr(i + 1, open == std::string::npos ? 0 : open - i - 1) + "\"";
+      const std::size_t end = open == std::string::npos ? std::string::npos : text.find(close, open);
+      value = text.substr(open == std::string::npos ? i : open + 1,
+                          end == std::string::npos ? std::string::npos : end - open - 1);
+      i = end == std::string::npos ? text.size() : end + close.size();
+    } else {
+      for (++i; i < text.size() && text[i] != '"' && text[i] != '\n'; ++i) {
+        if (text[i] != '\\' || i + 1 >= text.size()) {
+          value.push_back(text[i]);
+          continue;
+        }
+        const char e = text[++i];
+        if (e == 'x') {
+          unsigned v = 0;
+          while (i + 1 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0) {
+            v = v * 16 + static_cast<unsigned>(std::stoi(std::string(1, text[++i]), nullptr, 16));
+          }
+          value.push_back(static_cast<char>(v & 0xff));
+        } else if (e >= '0' && e <= '7') {
+          unsigned v = static_cast<unsigned>(e - '0');
+          for (int k = 0; k < 2 && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '7'; ++k) {
+            v = v * 8 + static_cast<unsigned>(text[++i] - '0');
+          }
+          value.push_back(static_cast<char>(v & 0xff));
+        } else {
+          const std::string_view from = "ntrabfv", to = "\n\t\r\a\b\f\v";
+          const std::size_t k = from.find(e);
+          value.push_back(k == std::string_view::npos ? e : to[k]);
+        }
+      }
+      ++i;
+    }
+    if (joinable && !out.empty()) {
+      out.back() += value;
+    } else {
+      out.push_back(std::move(value));
+    }
+    joinable = true;
+  }
+  return out;
+}
+
+// `.previous` and `.popsection` return to the section before the last switch: after one of the
+// statement's own `.section`/`.pushsection` that is the function's own section, before any it is
+// whatever section the compiler used last (a header function's, perhaps).
+std::string unbalanced_section_return(std::string_view statement) {
+  int switches = 0, pushes = 0;
+  for (std::size_t i = statement.find('.'); i != std::string_view::npos; i = statement.find('.', i + 1)) {
+    if (i > 0 && is_identifier_char(statement[i - 1])) continue;
+    std::size_t end = i + 1;
+    while (end < statement.size() && is_identifier_char(statement[end])) ++end;
+    const std::string_view word = statement.substr(i + 1, end - i - 1);
+    if (word == "section") ++switches;
+    if (word == "pushsection") ++pushes, ++switches;
+    if (word == "previous" && switches == 0) return ".previous";
+    if (word == "popsection" && pushes-- == 0) return ".popsection";
+  }
+  return {};
+}
+
+// A file with inline assembly: no line, macro or text-section directive of the assembler,
+// written out, escaped or split across literals; section returns only after the statement's own
+// switch; and no token pasting to build a directive.
+void scan_assembly_file(const std::string& name, const std::string& bytes, std::vector<SourceFinding>& findings) {
+  if (const std::string found = assembler_directive_in(bytes); !found.empty()) {
+    findings.push_back({name, line_of(bytes, bytes.find(found)), "assembler " + found});
+    return;
+  }
+  // Outside any literal (a stringified macro argument, say), a section return has no switch.
+  const std::string code = without_comments_and_literals(bytes);
+  for (const char* back : {".previous", ".popsection"}) {
+    if (const std::size_t at = code.find(back); at != std::string::npos) {
+      findings.push_back({name, line_of(bytes, at), std::string("assembler ") + back + " outside a string"});
+      return;
+    }
+  }
+  for (const std::string& literal : string_literals(bytes)) {
+    std::string found = assembler_directive_in(literal);
+    if (found.empty()) found = unbalanced_section_return(literal);
+    if (!found.empty()) {
+      findings.push_back({name, 1, "assembler " + found + " (in a string)"});
+      return;
+    }
+  }
+  for (const char* paste : {"##", "%:%:"}) {
+    if (const std::size_t at = bytes.find(paste); at != std::string::npos) {
+      findings.push_back({name, line_of(bytes, at), "token pasting (##) beside inline assembly"});
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std::string>& files) {
@@ -132,15 +284,7 @@ std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std:
       findings.push_back({name, line_of(bytes, at), ".debug_ section"});
     }
     if (has_word(code, "asm") || has_word(code, "__asm__") || has_word(code, "__asm")) {
-      for (const char* directive : {".loc", ".file", ".line", ".stabs", ".stabn"}) {
-        for (std::size_t at = bytes.find(directive); at != std::string::npos; at = bytes.find(directive, at + 1)) {
-          const std::size_t end = at + std::strlen(directive);
-          if (end < bytes.size() && (bytes[end] == ' ' || bytes[end] == '\t')) {
-            findings.push_back({name, line_of(bytes, at), std::string("assembler ") + directive});
-            break;
-          }
-        }
-      }
+      scan_assembly_file(name, bytes, findings);
     }
   }
   return findings;

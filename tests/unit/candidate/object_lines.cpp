@@ -152,6 +152,17 @@ TEST_CASE("source policy: directives that move code to another file or line") {
       {"kernels/c.cu", "int x;\n  %: \\\n 12 \"x.h\"\n"},
       {"kernels/d.cpp", "void f() { __asm__(\".file 9 \\\"x.h\\\"\\n\\t.loc 9 3 0\"); }\n"},
       {"kernels/e.h", "const char t[] __attribute__((section(\".debug_line\"))) = {0};\n"},
+      {"kernels/f1.cu", "void f() { asm(\".l\" \"oc 1 2 3\"); }\n"},           // split across literals
+      {"kernels/f2.cu", "void f() { asm(\"\\x2emacro m\\n\"); }\n"},            // escaped
+      {"kernels/f3.cu", "#define CAT(a, b) a##b\nvoid f() { asm(\"nop\"); }\n"},  // pasting beside asm
+      {"kernels/f4.cu", "void f() { asm(R\"x(.pushsection .text.hot)x\"); }\n"},   // a raw string
+      {"kernels/data.cpp", "asm(\".section .rodata\\n.byte 1\\n.previous\");\n"},
+      {"kernels/back.cpp", "void f() { asm(\".previous\\ncall g\\n.previous\"); }\n"},  // GCC's last section
+      {"kernels/pop.cpp", "void f() { asm(\".popsection\"); }\n"},
+      {"kernels/str.cpp", "#define S(x) #x\nvoid f() { asm(S(.previous)); }\n"},
+      {"kernels/ptx.cu", "__device__ float g(const float* p) { float v;\n"
+                         "  asm volatile(\"{ .reg .pred q; ld.global.nc.f32 %0, [%1]; }\" : \"=f\"(v) : \"l\"(p));\n"
+                         "  return v; }\n#define STR(x) #x\n"},
       {"kernels/ok.cpp", "#include <torch/extension.h>\n# if 1\n#define LINE 3\nint file = 0; // .file 3\n"
                          "const char* s = \"#line 3\";\n/* #line 4 */\n"},
       {"kernels/notes.txt", "#line 1\n"},
@@ -161,8 +172,17 @@ TEST_CASE("source policy: directives that move code to another file or line") {
   CHECK(by_file["kernels/a.cpp"] == "#line@2 ");
   CHECK(by_file["kernels/b.cpp"] == "linemarker@1 ");
   CHECK(by_file["kernels/c.cu"] == "linemarker@2 ");
-  CHECK(by_file["kernels/d.cpp"] == "assembler .loc@1 assembler .file@1 ");
+  CHECK(by_file["kernels/d.cpp"] == "assembler .file@1 ");
   CHECK(by_file["kernels/e.h"] == ".debug_ section@1 ");
+  CHECK(by_file["kernels/f1.cu"] == "assembler .loc (in a string)@1 ");
+  CHECK(by_file["kernels/f2.cu"] == "assembler .macro (in a string)@1 ");
+  CHECK(by_file["kernels/f3.cu"] == "token pasting (##) beside inline assembly@1 ");
+  CHECK(by_file["kernels/f4.cu"] == "assembler .pushsection .text@1 ");
+  CHECK(by_file.count("kernels/data.cpp") == 0);  // data sections stay allowed
+  CHECK(by_file["kernels/back.cpp"] == "assembler .previous (in a string)@1 ");
+  CHECK(by_file["kernels/pop.cpp"] == "assembler .popsection (in a string)@1 ");
+  CHECK(by_file["kernels/str.cpp"] == "assembler .previous outside a string@2 ");
+  CHECK(by_file.count("kernels/ptx.cu") == 0);  // PTX's own directives in device code
   CHECK(by_file.count("kernels/ok.cpp") == 0);
   CHECK(by_file.count("kernels/notes.txt") == 0);
 }
