@@ -278,6 +278,14 @@ std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std:
       }
       line_start = false;
     }
+    // GCC documents that an `artificial` function's inlined code may take its caller's lines: a
+    // lambda so marked and inlined into pybind11's dispatcher could read as the dispatcher's.
+    for (std::string_view word : {"artificial", "__artificial__"}) {
+      if (has_word(code, word)) {
+        findings.push_back({name, line_of(code, code.find(word)), "the artificial attribute"});
+        break;
+      }
+    }
     // The assembler's own line directives, in a file that has inline assembly, and any section of
     // debugging information named anywhere (an array placed in .debug_line is a line table).
     if (const std::size_t at = bytes.find(".debug_"); at != std::string::npos) {

@@ -156,6 +156,8 @@ TEST_CASE("source policy: directives that move code to another file or line") {
       {"kernels/f2.cu", "void f() { asm(\"\\x2emacro m\\n\"); }\n"},            // escaped
       {"kernels/f3.cu", "#define CAT(a, b) a##b\nvoid f() { asm(\"nop\"); }\n"},  // pasting beside asm
       {"kernels/f4.cu", "void f() { asm(R\"x(.pushsection .text.hot)x\"); }\n"},   // a raw string
+      {"kernels/art.cpp", "auto f = []() __attribute__((always_inline, artificial)) { return 1; };\n"},
+      {"kernels/art2.cu", "\n[[gnu::__artificial__]] inline int g() { return 2; }\n"},
       {"kernels/data.cpp", "asm(\".section .rodata\\n.byte 1\\n.previous\");\n"},
       {"kernels/back.cpp", "void f() { asm(\".previous\\ncall g\\n.previous\"); }\n"},  // GCC's last section
       {"kernels/pop.cpp", "void f() { asm(\".popsection\"); }\n"},
@@ -179,6 +181,8 @@ TEST_CASE("source policy: directives that move code to another file or line") {
   CHECK(by_file["kernels/f3.cu"] == "token pasting (##) beside inline assembly@1 ");
   CHECK(by_file["kernels/f4.cu"] == "assembler .pushsection .text@1 ");
   CHECK(by_file.count("kernels/data.cpp") == 0);  // data sections stay allowed
+  CHECK(by_file["kernels/art.cpp"] == "the artificial attribute@1 ");
+  CHECK(by_file["kernels/art2.cu"] == "the artificial attribute@2 ");
   CHECK(by_file["kernels/back.cpp"] == "assembler .previous (in a string)@1 ");
   CHECK(by_file["kernels/pop.cpp"] == "assembler .popsection (in a string)@1 ");
   CHECK(by_file["kernels/str.cpp"] == "assembler .previous outside a string@2 ");
