@@ -399,8 +399,9 @@ void Builder::link(const std::string& out_dir) {
   // content-addressed): profile links what verify linked, and it costs a g++ run against libtorch.
   Sha256 key;
   key.add_part(cxx_.path + cxx_.version).add_part(options_.module_name + torch_.extension_suffix);
+  std::vector<std::string> argv = {cxx_.path, "-shared", "-o", result_.module_path};
   // The objects' line tables are for the object check only: the module is loaded without them.
-  std::vector<std::string> argv = {cxx_.path, "-shared", "-Wl,--strip-debug", "-o", result_.module_path};
+  argv.push_back("-Wl,--strip-debug");
   for (const Job& job : jobs_) argv.push_back(job.object);
   for (const auto& path : torch_.library_paths) {
     argv.push_back("-L" + path);
@@ -414,6 +415,7 @@ void Builder::link(const std::string& out_dir) {
     argv.push_back("-l" + library);
   }
   if (options_.cuda) argv.push_back("-L/usr/local/cuda/lib64");
+  // Everything after the output path: the output's own name differs from build to build.
   key.add_part(joined(std::vector<std::string>(argv.begin() + 4, argv.end())));
   const std::string cached = cache_ + "/modules/" + key.hex_digest() + torch_.extension_suffix;
   const auto start = Clock::now();
