@@ -48,24 +48,29 @@ std::optional<PolicyVerdict> decide_static_policy(const std::optional<PolicyVerd
   return python;
 }
 
+std::vector<PolicyFinding> scan_candidate_sources(const std::map<std::string, std::string>& files) {
+  std::vector<PolicyFinding> findings;
+  for (const auto& found : scan_torch_calls(files, default_allowed_torch_calls())) {
+    findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
+                        found.call + " computes with torch; only the candidate's own kernels may compute"});
+  }
+  for (const auto& found : scan_line_directives(files)) {
+    findings.push_back({"line-directive", found.file + ":" + std::to_string(found.line),
+                        found.call + " changes which file and line the compiler records for the code "
+                        "after it; the object check reads them"});
+  }
+  for (const auto& found : scan_macros_before_python_headers(files)) {
+    findings.push_back({"macro-before-header", found.file + ":" + std::to_string(found.line),
+                        found.call + ": a macro defined before torch's, pybind11's or Python's headers "
+                        "rewrites their code; include them first"});
+  }
+  return findings;
+}
+
 SourcePolicyOutcome check_source_policies(const Snapshot& snapshot, const StaticPolicy& policy) {
   SourcePolicyOutcome outcome;
   outcome.findings = snapshot.findings;
-  for (const auto& found : scan_torch_calls(snapshot.files, default_allowed_torch_calls())) {
-    outcome.findings.push_back({"torch-compute-in-source", found.file + ":" + std::to_string(found.line),
-                                found.call + " computes with torch; only the candidate's own "
-                                "kernels may compute"});
-  }
-  for (const auto& found : scan_line_directives(snapshot.files)) {
-    outcome.findings.push_back({"line-directive", found.file + ":" + std::to_string(found.line),
-                                found.call + " changes which file and line the compiler records for "
-                                "the code after it; the object check reads them"});
-  }
-  for (const auto& found : scan_macros_before_python_headers(snapshot.files)) {
-    outcome.findings.push_back({"macro-before-header", found.file + ":" + std::to_string(found.line),
-                                found.call + ": a macro defined before torch's, pybind11's or Python's "
-                                "headers rewrites their code; include them first"});
-  }
+  for (PolicyFinding& found : scan_candidate_sources(snapshot.files)) outcome.findings.push_back(std::move(found));
   const auto model_new = snapshot.files.find("model_new.py");
   if (model_new == snapshot.files.end()) {
     outcome.findings.push_back({"missing-file", "model_new.py", "the candidate has no model_new.py"});

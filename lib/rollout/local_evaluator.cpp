@@ -12,7 +12,7 @@
 #include "cudaagent/base/paths.h"
 #include "cudaagent/base/sha256.h"
 #include "cudaagent/candidate/extension_build.h"
-#include "cudaagent/candidate/source_policy.h"
+#include "cudaagent/candidate/static_policy.h"
 #include "cudaagent/candidate/workspace.h"
 #include "cudaagent/profile/report.h"
 #include "cudaagent/sandbox/runner.h"
@@ -295,18 +295,9 @@ EvalReply LocalEvaluator::compile(const EvalRequest& request) {
   for (const PolicyFinding& finding : snapshot.value().findings) {
     notes += "  " + finding.rule + ": " + finding.path + ": " + finding.detail + "\n";
   }
-  // The verifier's source scan too (verify.cpp), so the agent learns it before it asks to verify.
-  for (const auto& found : scan_torch_calls(snapshot.value().files, default_allowed_torch_calls())) {
-    notes += "  torch-compute-in-source: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
-             " computes with torch; only your own kernels may compute\n";
-  }
-  for (const auto& found : scan_line_directives(snapshot.value().files)) {
-    notes += "  line-directive: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
-             " changes the file and line the compiler records; the verifier refuses it\n";
-  }
-  for (const auto& found : scan_macros_before_python_headers(snapshot.value().files)) {
-    notes += "  macro-before-header: " + found.file + ":" + std::to_string(found.line) + ": " + found.call +
-             ": include torch's and pybind11's headers before defining macros\n";
+  // The verifier's source scans too, so the agent learns them before it asks to verify.
+  for (const PolicyFinding& finding : scan_candidate_sources(snapshot.value().files)) {
+    notes += "  " + finding.rule + ": " + finding.path + ": " + finding.detail + "\n";
   }
   if (!notes.empty()) notes = "\nthe verifier will reject this workspace as it is:\n" + notes;
   Lease lease(build_pool_);

@@ -11,6 +11,7 @@
   evals.jsonl      asks for verification twice (an evaluation budget of one)
   reverify.jsonl   writes the honest solution (tagged per episode), verifies, edits, verifies again
   broken.jsonl     writes a kernel with a syntax error, compiles, stops
+  linemarked.jsonl writes a kernel with a #line directive, compiles, stops
 Usage: make_scripts.py EXAMPLE_WORKSPACE DIR"""
 import json
 import os
@@ -119,5 +120,16 @@ write("broken.jsonl", [
         call("Write", file_path="model_new.py", content=read("model_new.py"))]},
     {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
     {"content": "It does not build."},
+])
+kernel = read("kernels/bias_relu.cpp")
+linemarked = kernel.replace("\n\n", '\n#line 1 "elsewhere.h"\n\n', 1)
+assert linemarked != kernel
+write("linemarked.jsonl", [
+    {"content": "", "tool_calls": [
+        call("Write", file_path="kernels/bias_relu.cpp", content=linemarked),
+        call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
+        call("Write", file_path="model_new.py", content=read("model_new.py"))]},
+    {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
+    {"content": "The compile tool says the verifier would refuse it."},
 ])
 write("loop.jsonl", [{"content": "again", "tool_calls": [call("Bash", command="true")]}] * 200)

@@ -97,6 +97,29 @@ TEST_CASE("torch compute in the sources is REJECT_POLICY; model_new.py's tamperi
   CHECK(outcome.findings.back().path == "model_new.py:1");
 }
 
+TEST_CASE("the source scans as one list: torch compute, line directives, macros before torch's headers") {
+  const std::map<std::string, std::string> files = {
+      {"kernels/a.cpp", kTorchKernel},
+      {"kernels/b.cpp", "#include <torch/extension.h>\n#line 7 \"other.h\"\nint b() { return 1; }\n"},
+      {"kernels/c.cu", "#define Py_DECREF(o)\n#include <torch/extension.h>\n"},
+      {"kernels/d.cpp", "#include <torch/extension.h>\ntorch::Tensor d(torch::Tensor x) { return x; }\n"}};
+  const std::vector<PolicyFinding> found = cudaagent::scan_candidate_sources(files);
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].rule == "torch-compute-in-source");
+  CHECK(found[0].path == "kernels/a.cpp:1");
+  CHECK(found[1].rule == "line-directive");
+  CHECK(found[1].path == "kernels/b.cpp:2");
+  CHECK(found[2].rule == "macro-before-header");
+  CHECK(found[2].path == "kernels/c.cu:2");  // the include the macro comes before
+  // The first step reports the same findings, in the same order, the first giving the reason.
+  std::map<std::string, std::string> with_model = files;
+  with_model["model_new.py"] = kHonestModel;
+  const auto outcome = check(with_model);
+  REQUIRE(outcome.findings.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(outcome.findings[i].detail == found[i].detail);
+  CHECK(cudaagent::scan_candidate_sources({{"kernels/d.cpp", files.at("kernels/d.cpp")}}).empty());
+}
+
 TEST_CASE("no model_new.py is REJECT_POLICY, and there is nothing for its policy to read") {
   const auto outcome = check({{"kernels/a.cpp", "int a;\n"}});
   REQUIRE(outcome.verdict());

@@ -65,6 +65,10 @@ struct SourcePolicyOutcome {
   bool stops() const { return source || python || infra; }
 };
 
+// The source scans of the first step, as findings: torch-compute-in-source, line-directive,
+// macro-before-header. Shared with the agent's compile tool, which shows them before it builds.
+std::vector<PolicyFinding> scan_candidate_sources(const std::map<std::string, std::string>& files);
+
 // The first step, on the snapshot before anything is built. model_new.py's policy runs after a
 // finding of the others too, so tampering is still flagged. Blocks for one helper run.
 SourcePolicyOutcome check_source_policies(const Snapshot& snapshot, const StaticPolicy& policy);
