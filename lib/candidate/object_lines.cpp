@@ -179,8 +179,9 @@ bool registration_entry_point(const std::string& function, const std::string& bo
            std::find(kPlain.begin(), kPlain.end(), name) != kPlain.end();
   }
   const std::string path = symbol_path(demangled(function));
-  static constexpr std::array<std::string_view, 14> kExact = {
+  static constexpr std::array<std::string_view, 15> kExact = {
       "pybind11::module_::def",
+      "pybind11::none::none",  // py::arg("bias") = py::none(): a default of None
       "pybind11::arg::arg",
       "pybind11::arg::operator=",
       "pybind11::arg::noconvert",
@@ -195,8 +196,6 @@ bool registration_entry_point(const std::string& function, const std::string& bo
       "pybind11::gil_scoped_acquire::gil_scoped_acquire",
       "pybind11::gil_scoped_acquire::~gil_scoped_acquire"};
   if (std::find(kExact.begin(), kExact.end(), path) != kExact.end()) return true;
-  // py::arg("scale") = 1.0: arg::operator=<double> (an operator's template arguments stay on it).
-  if (starts(path, "pybind11::arg::operator=<")) return true;
   // Constructing and destroying one of pybind11's exceptions (not set_error, which sets the
   // interpreter's error indicator).
   for (std::string_view type : {"builtin_exception", "stop_iteration", "index_error", "key_error",

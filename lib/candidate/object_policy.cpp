@@ -15,6 +15,7 @@
 
 #include "cudaagent/base/files.h"
 #include "cudaagent/base/sha256.h"
+#include "cudaagent/candidate/binding_signatures.h"
 #include "tool_text.h"
 
 namespace cudaagent {
@@ -99,8 +100,11 @@ void parse_nm_output(std::string_view text, ObjectFacts& facts) {
     const bool hex = std::all_of(value.begin(), value.end(), is_hex);
     if (blank && (type == 'U' || type == 'w' || type == 'v')) {
       facts.undefined.push_back(name);
-    } else if (hex && std::string_view("TtWVDdBbRrCiuGgSsAa").find(type) != std::string_view::npos) {
+    } else if (hex && std::string_view("TWVDBRCiuGSA").find(type) != std::string_view::npos) {
       facts.defined.push_back(name);
+    } else if (hex && std::string_view("tdbrgsanNp").find(type) != std::string_view::npos) {
+      // A local definition satisfies no other object's import: kept apart from `defined`.
+      facts.local.push_back(name);
     } else {
       facts.unreadable = "nm printed a line of unknown shape: " + shown(line.substr(0, 80));
     }
@@ -188,6 +192,17 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
       findings.push_back({std::string(kRulePythonApi), object.source, *use,
                           verdict_of_object_rule(kRulePythonApi)});
     }
+    // One finding per registered signature outside the allowed ones (binding_signatures.h).
+    std::set<std::string> signatures_seen;
+    for (const auto* names : {&object.defined, &object.local}) {
+      for (const std::string& name : *names) {
+        auto problem = binding_signature_problem(name);
+        if (problem && signatures_seen.insert(binding_signature_of(name)).second) {
+          findings.push_back({std::string(kRuleBindingSignature), object.source, *problem,
+                              verdict_of_object_rule(kRuleBindingSignature)});
+        }
+      }
+    }
     // One finding per symbol, FLAG_HACK ones first, at most max_per_object in all.
     std::set<std::string> seen;
     std::vector<PolicyFinding> mine;
@@ -269,9 +284,9 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
     facts.source = step.source;
     const std::string stem = tool_texts_stem(build.cache_dir, step.object);
     std::string nm_text, objdump_text;
-    if (stem.empty() || !read_whole_file(stem + ".nm", nm_text) ||
+    if (stem.empty() || !read_whole_file(stem + ".symbols", nm_text) ||
         !read_whole_file(stem + ".objdump-lines", objdump_text)) {
-      auto nm = run({options.nm, "-g", "-C", step.object});
+      auto nm = run({options.nm, "-C", step.object});
       if (Status status = usable(nm, "nm", facts); !status) return status;
       auto objdump =
           run({options.objdump, "-h", "-d", "-l", "--inlines", "-r", "-w", "--no-show-raw-insn",
@@ -286,10 +301,10 @@ Result<std::vector<PolicyFinding>> check_candidate_objects(const BuildResult& bu
       // What the checks read of objdump's text, and only that: with line tables it prints
       // megabytes per object. Fresh and cached texts are parsed alike.
       objdump_text = kept_objdump_lines(objdump.value().out);
-      // Only what both tools read whole is kept; the .nm file last, so a reader that finds it
+      // Only what both tools read whole is kept; the .symbols file last, so a reader that finds it
       // finds the other too.
       if (!stem.empty() && write_file_atomically(stem + ".objdump-lines", objdump_text)) {
-        (void)write_file_atomically(stem + ".nm", nm_text);
+        (void)write_file_atomically(stem + ".symbols", nm_text);
       }
     }
     parse_nm_output(nm_text, facts);

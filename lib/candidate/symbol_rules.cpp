@@ -43,7 +43,14 @@ SymbolRuling deny(std::string_view rule, std::string reason) {
 
 // ---- names -------------------------------------------------------------------------------------
 
-constexpr std::string_view kOperatorChars = "<>=!+-*/%^&|~,";
+// C++'s operator symbols, longest first. The demangler writes a template's arguments straight
+// after the symbol ("operator=<c10::optional<at::Tensor> >"), with a space only after a symbol
+// ending in '<' ("operator<< <T>"), so the symbol is the longest of these, not every operator
+// character in a row (that would take the template's '<' and lose its nesting).
+constexpr std::array<std::string_view, 38> kOperatorSymbols = {
+    "->*", "<<=", ">>=", "<=>", "()", "[]", "->", "<<", ">>", "<=", ">=", "==", "!=", "&&",
+    "||",  "++",  "--",  "+=",  "-=", "*=", "/=", "%=", "^=", "&=", "|=", ",",  "<",  ">",
+    "=",   "!",   "+",   "-",   "*",  "/",  "%",  "^",  "&",  "|"};
 
 // Moves `i` past "operator" and its symbol ("operator()", "operator<<", "operator[]") when an
 // operator name starts at `i`; named operators (new, delete, bool, conversions) keep their text.
@@ -51,10 +58,15 @@ bool skip_operator(std::string_view text, std::size_t& i) {
   if (text.compare(i, 8, "operator") != 0) return false;
   if (i > 0 && text[i - 1] != ':' && text[i - 1] != ' ') return false;
   i += 8;
-  if (text.compare(i, 2, "()") == 0 || text.compare(i, 2, "[]") == 0) {
-    i += 2;
-  } else {
-    while (i < text.size() && kOperatorChars.find(text[i]) != std::string_view::npos) ++i;
+  if (text.compare(i, 1, "~") == 0) {
+    ++i;
+    return true;
+  }
+  for (std::string_view symbol : kOperatorSymbols) {
+    if (text.compare(i, symbol.size(), symbol) == 0) {
+      i += symbol.size();
+      break;
+    }
   }
   return true;
 }

@@ -21,8 +21,8 @@ verify >"$scratch/first.json"
 [[ $(link "$scratch/first.json") == '{"cached":false,"ok":true}' ]] || fail "first link: $(link "$scratch/first.json")"
 
 # The object policy's tool output is kept under the hash of each object's bytes, for the next read.
-kept=$(grep -l "$probe" "${CUDAAGENT_CACHE_DIR:-$HOME/.cache/cudaagent}"/build/object-tools/*.nm) || fail "no nm output kept for the new object"
-[[ $(wc -l <<<"$kept") == 1 && -s ${kept%.nm}.objdump-lines ]] || fail "kept: $kept"
+kept=$(grep -l "$probe" "${CUDAAGENT_CACHE_DIR:-$HOME/.cache/cudaagent}"/build/object-tools/*.symbols) || fail "no nm output kept for the new object"
+[[ $(wc -l <<<"$kept") == 1 && -s ${kept%.symbols}.objdump-lines ]] || fail "kept: $kept"
 
 verify >"$scratch/second.json"
 [[ $(jq -r .verify.verdict "$scratch/second.json") == PASS ]] || fail "second: $(jq -c .verify "$scratch/second.json" | cut -c1-400)"

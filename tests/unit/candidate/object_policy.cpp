@@ -116,6 +116,16 @@ TEST_CASE("symbol_path drops return types, parameters and template arguments") {
   CHECK(symbol_path("c10::cuda::getCurrentCUDAStream(signed char)") ==
         "c10::cuda::getCurrentCUDAStream");
   CHECK(symbol_path("at::Tensor::operator bool() const") == "at::Tensor::operator bool");
+  // A template's arguments straight after an operator's symbol, nested, with "> >" inside.
+  CHECK(symbol_path("pybind11::arg_v pybind11::arg::operator=<c10::optional<at::Tensor> >("
+                    "c10::optional<at::Tensor>&&) const") == "pybind11::arg::operator=");
+  CHECK(symbol_path("bool std::operator==<char>(std::basic_string<char> const&, char const*)") ==
+        "std::operator==");
+  CHECK(symbol_path("std::ostream& std::operator<< <std::char_traits<char> >(std::ostream&, char)") ==
+        "std::operator<<");
+  CHECK(symbol_path("c10::ArrayRef<long>::operator[](unsigned long) const") == "c10::ArrayRef::operator[]");
+  CHECK(symbol_path("a::B::operator->() const") == "a::B::operator->");
+  CHECK(symbol_path("a::B::~B()") == "a::B::~B");
 }
 
 TEST_CASE("allowed: allocation, views, accessors, checks, streams, glue, cuBLAS GEMM, cuDNN conv") {
@@ -236,9 +246,14 @@ TEST_CASE("nm output: undefined and defined names, a line of any other shape is 
       "                 U at::_ops::empty_like::call(at::Tensor const&)\n"
       "                 w __cxa_pure_virtual\n"
       "0000000000000010 T launch(float const*, float*)\n"
-      "0000000000000000 W pybind11::cast_error::~cast_error()\n",
+      "0000000000000000 W pybind11::cast_error::~cast_error()\n"
+      "0000000000000040 t register_all(pybind11::module_&)\n"
+      "0000000000000000 n c10::TensorOptions::TensorOptions()\n",
       facts);
   CHECK(facts.unreadable.empty());
+  // Local definitions are kept apart: they satisfy no other object's import.
+  CHECK(facts.local == std::vector<std::string>{"register_all(pybind11::module_&)",
+                                                 "c10::TensorOptions::TensorOptions()"});
   CHECK(facts.undefined == std::vector<std::string>{"at::_ops::empty_like::call(at::Tensor const&)",
                                                      "__cxa_pure_virtual"});
   CHECK(facts.defined.size() == 2);

@@ -50,6 +50,7 @@ inline constexpr std::string_view kRuleCublas = "cublas-not-gemm";
 inline constexpr std::string_view kRuleCudnn = "cudnn-not-convolution";
 inline constexpr std::string_view kRuleCudaApi = "cuda-api-not-allowed";
 inline constexpr std::string_view kRuleNotAllowed = "symbol-not-allowed";
+inline constexpr std::string_view kRuleBindingSignature = "binding-signature";  // binding_signatures.h
 inline constexpr std::string_view kRuleUnreadableObject = "unreadable-object";  // nm failed
 
 // The verdict an object rule earns: FLAG_HACK for the tampering rules above, REJECT_POLICY for
@@ -87,6 +88,7 @@ struct ObjectFacts {
   std::string source;                      // "kernels/a.cu", for findings
   std::vector<std::string> undefined;      // demangled imports (U, w, v)
   std::vector<std::string> defined;        // demangled external definitions
+  std::vector<std::string> local;          // demangled local definitions (nm's t, d, b, r, ...)
   std::vector<std::string> syscalls;       // "section+addr: instruction"
   std::vector<std::string> writable_code;  // sections both writable and executable
   std::vector<PythonSite> python_sites;    // references to Python, with their source lines
@@ -96,7 +98,7 @@ struct ObjectFacts {
   bool unreadable_is_tampering = true;
 };
 
-// Parses `nm -g -C` output into `facts` (undefined and defined). A line of any other shape (a name
+// Parses `nm -C` output into `facts` (undefined, defined and local). A line of any other shape (a name
 // holding a newline, say) sets facts.unreadable. Exposed for tests.
 void parse_nm_output(std::string_view text, ObjectFacts& facts);
 // Parses `objdump -h -d -l --inlines -r -w --no-show-raw-insn` output (or kept_objdump_lines of

@@ -2,7 +2,7 @@
 
 #include "binding_registry.h"
 
-int64_t version();
+void version();
 
 static void register_bias_relu(pybind11::module& m) {
   m.def("version", &version);
