@@ -21,7 +21,7 @@ import json
 import sys
 
 # Bump with any change of the rules; lib/include/cudaagent/candidate/python_policy.h must match.
-POLICY_VERSION = "model-policy-1"
+POLICY_VERSION = "model-policy-2"
 MAX_FINDINGS = 50
 
 # Modules model_new.py may import, as dotted paths (aliases allowed). torch.nn.functional may be
@@ -89,6 +89,12 @@ TORCH_CUDA_ALLOWED = {"current_stream", "default_stream", "synchronize", "is_ava
                       "current_device", "device_count", "get_device_properties",
                       "get_device_capability", "get_device_name", "Stream", "Event", "stream",
                       "device", "manual_seed", "manual_seed_all", "empty_cache"}
+
+# Tensor methods that hand a tensor's values (or its storage) to Python without a dispatched
+# operator, so neither the audit's read count nor its compute check sees them (.item() is a
+# dispatched read, which the audit counts). Refused on anything but self, even where the
+# candidate's own classes define a name like them.
+VALUE_READERS = {"tolist", "numpy", "apply_", "map_", "map2_", "storage", "untyped_storage"}
 
 # Attributes and methods allowed on any object that is not a module or self: tensor views, shape
 # and type queries, moves and conversions, data access for the extension, initialisation fills,
@@ -460,6 +466,10 @@ class Checker:
         if base_kind == "self" and writing and name in MODULE_API:
             return self.find(node, "python-class", f"self.{name} is assigned: it replaces nn.Module.{name}, "
                              "which the harness calls", False)
+        if base_kind != "self" and name in VALUE_READERS:
+            return self.refuse(node, "python-value-read", f".{name} hands a tensor's values to Python, "
+                               "where computing with them is beyond the operator audit; compute "
+                               "belongs in the candidate's kernels")
         if base_kind == "self" or name in ALLOWED_ATTRIBUTES or name in self.user_public:
             return
         verb = "assigned" if writing else "used"

@@ -254,6 +254,24 @@ if __name__ == "__main__":
     {"tensor compute methods", "def f(x, b):\n    return x.add(b).clamp(min=0).sum()\n", "REJECT_POLICY"},
     {"an in-place compute method", "def f(x):\n    return x.mul_(2)\n", "REJECT_POLICY"},
     {"data moved to Python", "def f(x):\n    return x.tolist()\n", "REJECT_POLICY"},
+    // Values handed to Python where no dispatched operator reads them, even under a name the
+    // candidate's own class defines (which otherwise makes an attribute name usable).
+    {"values read under a name one's class defines", "import torch.nn as nn\nclass M(nn.Module):\n"
+     "    def tolist(self):\n        return []\n    def forward(self, x):\n"
+     "        return [v * 2 for v in x.tolist()]\n", "REJECT_POLICY"},
+    {"a Python function per element under one's own name", "import torch.nn as nn\nclass M(nn.Module):\n"
+     "    def __init__(self):\n        super().__init__()\n        self.map2_ = None\n"
+     "    def forward(self, x, b):\n        out = x.new_empty(x.shape)\n"
+     "        out.map2_(x, b, lambda o, v, c: max(v + c, 0.0))\n        return out\n", "REJECT_POLICY"},
+    {"a parameter's values through self", "import torch.nn as nn\nclass M(nn.Module):\n"
+     "    def numpy(self):\n        return None\n    def forward(self, x):\n"
+     "        return self.weight.numpy()\n", "REJECT_POLICY"},
+    {"a storage's values", "import torch.nn as nn\nclass M(nn.Module):\n    storage = None\n"
+     "    def forward(self, x):\n        return list(x.untyped_storage())\n", "REJECT_POLICY"},
+    {"apply_ on a tensor", "def f(x):\n    return x.apply_(lambda v: v * 2)\n", "REJECT_POLICY"},
+    {"one's own method of that name on self", "import torch.nn as nn\nclass M(nn.Module):\n"
+     "    def tolist(self):\n        return [1, 2]\n    def forward(self, x):\n"
+     "        return x.view(self.tolist())\n", "PASS"},
     {"numpy", "import numpy as np\n", "REJECT_POLICY"},
     {"os", "import os\n", "REJECT_POLICY"},
     {"torch.compile", "import torch\ng = torch.compile(lambda x: x)\n", "REJECT_POLICY"},
@@ -314,21 +332,21 @@ TEST_CASE("the source is parsed as its bytes will be imported: the coding cookie
 
 TEST_CASE("the helper's answer is parsed strictly") {
   auto good = parse_python_policy_answer(
-      R"({"version": "model-policy-1", "findings": [{"rule": "python-import", "line": 3, )"
+      R"({"version": "model-policy-2", "findings": [{"rule": "python-import", "line": 3, )"
       R"("detail": "import os", "tampering": false}]})");
   REQUIRE(good);
   REQUIRE(good.value().findings.size() == 1);
   CHECK(good.value().findings[0].rule == "python-import");
   CHECK(good.value().findings[0].line == 3);
   CHECK_FALSE(good.value().findings[0].tampering);
-  auto error = parse_python_policy_answer(R"({"version": "model-policy-1", "error": "SyntaxError: x"})");
+  auto error = parse_python_policy_answer(R"({"version": "model-policy-2", "error": "SyntaxError: x"})");
   REQUIRE(error);
   CHECK_FALSE(error.value().compiles);
   CHECK(error.value().compile_error == "SyntaxError: x");
   for (const char* bad : {"", "[]", R"({"version": "model-policy-0", "findings": []})",
-                          R"({"version": "model-policy-1"})",
-                          R"({"version": "model-policy-1", "findings": [{"rule": "x"}]})",
-                          R"({"version": "model-policy-1", "findings": [{"rule": "x", "line": -1, )"
+                          R"({"version": "model-policy-2"})",
+                          R"({"version": "model-policy-2", "findings": [{"rule": "x"}]})",
+                          R"({"version": "model-policy-2", "findings": [{"rule": "x", "line": -1, )"
                           R"("detail": "", "tampering": true}]})"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_python_policy_answer(bad));

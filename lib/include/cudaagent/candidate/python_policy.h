@@ -20,7 +20,7 @@
 namespace cudaagent {
 
 // share/harness/model_policy.py's POLICY_VERSION: the helper must announce exactly this.
-inline constexpr std::string_view kPythonPolicyVersion = "model-policy-1";
+inline constexpr std::string_view kPythonPolicyVersion = "model-policy-2";
 
 struct PythonPolicyFinding {
   std::string rule;    // "python-reflection", "python-import", ... (stable: they appear in records)
