@@ -185,7 +185,8 @@ def main():
         with open(args.policy) as policy_file:
             policy = json.load(policy_file)
         audit = operator_audit.make_audit(torch, set(policy["allowed_ops"]), policy.get("host_read_ops", ()),
-                                          policy.get("host_reads_per_forward"))
+                                          policy.get("host_reads_per_forward"), policy.get("host_write_ops", ()),
+                                          policy.get("host_writes_per_forward"))
     mark = time.monotonic()
     with torch.no_grad():
         models = build_models(args, torch)
