@@ -179,9 +179,10 @@ bool registration_entry_point(const std::string& function, const std::string& bo
            std::find(kPlain.begin(), kPlain.end(), name) != kPlain.end();
   }
   const std::string path = symbol_path(demangled(function));
-  static constexpr std::array<std::string_view, 15> kExact = {
+  static constexpr std::array<std::string_view, 16> kExact = {
       "pybind11::module_::def",
       "pybind11::none::none",  // py::arg("bias") = py::none(): a default of None
+      "pybind11::none::~none",
       "pybind11::arg::arg",
       "pybind11::arg::operator=",
       "pybind11::arg::noconvert",
