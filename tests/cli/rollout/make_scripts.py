@@ -111,25 +111,21 @@ write("reverify.jsonl", [
     {"content": "", "tool_calls": [call("Bash", command="python3 -m utils.verification")]},
     {"content": "done"},
 ])
-broken = read("kernels/bias_relu.cpp").replace("return out;", "return out  // no semicolon\n", 1)
-assert broken != read("kernels/bias_relu.cpp")
-write("broken.jsonl", [
-    {"content": "", "tool_calls": [
-        call("Write", file_path="kernels/bias_relu.cpp", content=broken),
-        call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
-        call("Write", file_path="model_new.py", content=read("model_new.py"))]},
-    {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
-    {"content": "It does not build."},
-])
-kernel = read("kernels/bias_relu.cpp")
-linemarked = kernel.replace("\n\n", '\n#line 1 "elsewhere.h"\n\n', 1)
-assert linemarked != kernel
-write("linemarked.jsonl", [
-    {"content": "", "tool_calls": [
-        call("Write", file_path="kernels/bias_relu.cpp", content=linemarked),
-        call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
-        call("Write", file_path="model_new.py", content=read("model_new.py"))]},
-    {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
-    {"content": "The compile tool says the verifier would refuse it."},
-])
+def compile_kernel(name, kernel, last_words):
+    """A script that writes the example with `kernel` as its kernel, compiles it and stops."""
+    assert kernel != read("kernels/bias_relu.cpp")
+    write(name, [
+        {"content": "", "tool_calls": [
+            call("Write", file_path="kernels/bias_relu.cpp", content=kernel),
+            call("Write", file_path="kernels/bias_relu_binding.cpp", content=read("kernels/bias_relu_binding.cpp")),
+            call("Write", file_path="model_new.py", content=read("model_new.py"))]},
+        {"content": "", "tool_calls": [call("Bash", command="bash utils/compile.sh")]},
+        {"content": last_words},
+    ])
+
+
+compile_kernel("broken.jsonl", read("kernels/bias_relu.cpp").replace("return out;", "return out  // no semicolon\n", 1),
+               "It does not build.")
+compile_kernel("linemarked.jsonl", read("kernels/bias_relu.cpp").replace("\n\n", '\n#line 1 "elsewhere.h"\n\n', 1),
+               "The compile tool says the verifier would refuse it.")
 write("loop.jsonl", [{"content": "again", "tool_calls": [call("Bash", command="true")]}] * 200)
