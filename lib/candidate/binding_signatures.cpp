@@ -168,15 +168,13 @@ std::optional<std::string> binding_signature_problem(std::string_view demangled)
   const auto registration = registration_of(demangled);
   if (!registration) return std::nullopt;
   const std::string_view signature = registration->signature;
-  // pybind11's own callbacks (a weak reference's cleanup in its type cache, keep_alive's): glue.
-  // Named exactly, with the function they are local to: a candidate cannot define a lambda there
-  // (pybind11's header defines that function, so a second definition does not compile), while one
-  // of its own in pybind11's namespace, taking a handle, could write into a Python object.
-  static constexpr std::array<std::string_view, 2> kGlueCallbacks = {
-      "pybind11::detail::all_type_info_get_cache(_typeobject*)::{lambda(pybind11::handle)#1}",
-      "pybind11::detail::keep_alive_impl(pybind11::handle, pybind11::handle)::{lambda(pybind11::handle)#1}"};
-  if (signature == "void (*)(pybind11::handle)" &&
-      std::find(kGlueCallbacks.begin(), kGlueCallbacks.end(), registration->function) != kGlueCallbacks.end()) {
+  // pybind11's own callbacks (its type cache's weak-reference cleanup, keep_alive's): a lambda
+  // local to a function of pybind11's, taking a handle and returning nothing, is glue. Their exact
+  // names vary with pybind11's version; a candidate cannot add a function to pybind11's namespace
+  // (the source policy refuses reopening it: pybind11-namespace), so the namespace decides.
+  const std::string_view function = registration->function;
+  if (signature == "void (*)(pybind11::handle)" && starts(function, "pybind11::") &&
+      function.find(")::{lambda(pybind11::handle)#") != std::string_view::npos) {
     return std::nullopt;
   }
   const std::string why =

@@ -412,6 +412,66 @@ struct MacroScan {
 
 }  // namespace
 
+std::vector<SourceFinding> scan_pybind11_namespace(const std::map<std::string, std::string>& files) {
+  // The macros the candidate's files define: a namespace named through one could be pybind11's.
+  std::set<std::string> macros;
+  for (const auto& [name, bytes] : files) {
+    if (!is_source(name)) continue;
+    for (const Directive& d : directives_of(bytes)) {
+      if (d.name != "define") continue;
+      std::size_t i = d.rest.find_first_not_of(" \t");
+      std::size_t j = i;
+      while (j < d.rest.size() && is_identifier_char(d.rest[j])) ++j;
+      if (i != std::string::npos && j > i) macros.insert(d.rest.substr(i, j - i));
+    }
+  }
+  std::vector<SourceFinding> findings;
+  for (const auto& [name, bytes] : files) {
+    if (!is_source(name)) continue;
+    const std::string code = without_comments_and_literals(bytes);
+    std::string found;
+    std::size_t where = std::string::npos;
+    for (std::string_view word : {"PYBIND11_NAMESPACE", "PYBIND11_NAMESPACE_BEGIN"}) {
+      if (found.empty() && has_word(code, word)) {
+        found = "pybind11's namespace macro " + std::string(word);
+        where = code.find(word);
+      }
+    }
+    // `namespace NAME {` (not `using namespace`, not an alias `namespace a = b;`) whose name
+    // holds pybind11, or a macro, or a macro call.
+    for (std::size_t at = code.find("namespace"); found.empty() && at != std::string::npos;
+         at = code.find("namespace", at + 1)) {
+      if ((at > 0 && is_identifier_char(code[at - 1])) ||
+          (at + 9 < code.size() && is_identifier_char(code[at + 9]))) {
+        continue;
+      }
+      std::size_t before = code.find_last_not_of(" \t\r\n", at == 0 ? 0 : at - 1);
+      if (at > 0 && before != std::string::npos && before >= 4 && code.compare(before - 4, 5, "using") == 0) continue;
+      const std::size_t end = code.find_first_of("{=;", at + 9);
+      if (end == std::string::npos || code[end] != '{') continue;
+      const std::string head = code.substr(at + 9, end - at - 9);
+      bool refused = head.find('(') != std::string::npos;
+      for (std::size_t i = 0; i < head.size() && !refused;) {
+        if (!is_identifier_char(head[i])) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < head.size() && is_identifier_char(head[j])) ++j;
+        const std::string word = head.substr(i, j - i);
+        refused = word == "pybind11" || macros.count(word) != 0;
+        i = j;
+      }
+      if (refused) {
+        found = "namespace" + head.substr(0, head.find_last_not_of(" \t\r\n") + 1);
+        where = at;
+      }
+    }
+    if (!found.empty()) findings.push_back({name, line_of(code, where), found});
+  }
+  return findings;
+}
+
 std::vector<SourceFinding> scan_macros_before_python_headers(const std::map<std::string, std::string>& files) {
   std::vector<SourceFinding> findings;
   for (const auto& [name, bytes] : files) {

@@ -64,6 +64,11 @@ std::vector<PolicyFinding> scan_candidate_sources(const std::map<std::string, st
                         found.call + ": a macro defined before torch's, pybind11's or Python's headers "
                         "rewrites their code; include them first"});
   }
+  for (const auto& found : scan_pybind11_namespace(files)) {
+    findings.push_back({"pybind11-namespace", found.file + ":" + std::to_string(found.line),
+                        found.call + ": the candidate's code may not add to pybind11's namespace, "
+                        "whose callbacks the object check counts as pybind11's own"});
+  }
   return findings;
 }
 

@@ -86,14 +86,12 @@ TEST_CASE("binding signatures: values out to Python, Python objects or code in, 
     REQUIRE(problem);
     CHECK(problem->find(s) != std::string::npos);
   }
-  // pybind11's namespace gives a callback no pass unless it is the glue's exact shape.
+  // pybind11's namespace gives a callback no pass unless it is the glue's shape (a lambda local to
+  // one of pybind11's functions, taking a handle, returning nothing).
   CHECK(binding_signature_problem(dispatcher("pybind11::detail::mine()::{lambda(at::Tensor)#1}",
                                              "std::vector<float, std::allocator<float> > (*)(at::Tensor)")));
   CHECK(binding_signature_problem(dispatcher("mine()::{lambda(pybind11::handle)#1}",
                                              "void (*)(pybind11::handle)")));
-  CHECK(binding_signature_problem(dispatcher("pybind11::detail::mine()::{lambda(pybind11::handle)#1}",
+  CHECK(binding_signature_problem(dispatcher("pybind11::detail::{lambda(pybind11::handle)#1}",
                                              "void (*)(pybind11::handle)")));
-  CHECK(binding_signature_problem(dispatcher(
-      "pybind11::detail::all_type_info_get_cache(int)::{lambda(pybind11::handle)#1}",
-      "void (*)(pybind11::handle)")));
 }

@@ -221,3 +221,18 @@ TEST_CASE("source policy: a macro defined before torch's or pybind11's headers i
   CHECK(by_file["kernels/f.cu"].rfind("2:#include <torch/extension.h> after the macro at kernels/f.cu:1", 0) == 0);
   CHECK(by_file.count("kernels/g.cu") == 0);
 }
+
+TEST_CASE("source policy: a candidate may not add to pybind11's namespace") {
+  const auto found = [](const std::string& code) {
+    return cudaagent::scan_pybind11_namespace({{"kernels/a.cpp", code}});
+  };
+  CHECK(found("namespace pybind11 { namespace detail { void f(); } }\n").size() == 1);
+  CHECK(found("namespace pybind11::detail {\nvoid f();\n}\n").front().line == 1);
+  CHECK(found("PYBIND11_NAMESPACE_BEGIN(PYBIND11_NAMESPACE)\nPYBIND11_NAMESPACE_END(PYBIND11_NAMESPACE)\n").size() == 1);
+  CHECK(found("#define NS pybind11\nnamespace NS {\n}\n").front().line == 2);
+  CHECK(found("#define CAT(a, b) a##b\nnamespace CAT(pybind, 11) {\n}\n").size() == 1);
+  // A comment or a string never counts; using-directives and aliases add nothing to it.
+  CHECK(found("// namespace pybind11 {\nconst char* s = \"namespace pybind11 {\";\n").empty());
+  CHECK(found("using namespace pybind11::literals;\nnamespace py = pybind11;\nnamespace mine {\n}\n").empty());
+  CHECK(found("namespace {\nint helper() { return 1; }\n}  // namespace\n").empty());
+}

@@ -10,8 +10,8 @@
 //   returns: void, a tensor, an optional tensor, a vector, tuple or pair of tensors;
 //   arguments: those, numbers, bool, strings, torch's scalar, dtype, device, layout and memory
 //   format, and optionals, vectors and ArrayRefs of them.
-// pybind11's own internal callbacks (two lambdas local to functions of pybind11::detail, taking a
-// handle and returning nothing) are glue.
+// pybind11's own internal callbacks (lambdas local to functions of pybind11's namespace, taking a
+// handle and returning nothing) are glue; candidate sources may not reopen that namespace.
 #pragma once
 
 #include <optional>

@@ -37,6 +37,12 @@ std::vector<SourceFinding> scan_line_directives(const std::map<std::string, std:
 // where the macro was.
 std::vector<SourceFinding> scan_macros_before_python_headers(const std::map<std::string, std::string>& files);
 
+// A candidate file that adds to pybind11's namespace (`namespace pybind11 {`, pybind11's own
+// PYBIND11_NAMESPACE macros, a namespace named by a macro or a macro call): code there would read
+// as pybind11's own to the binding-signature check (binding_signatures.h). `using namespace` and
+// aliases are fine. `call` says what was found.
+std::vector<SourceFinding> scan_pybind11_namespace(const std::map<std::string, std::string>& files);
+
 // The default allowed names: allocation, options, types and namespaces.
 std::set<std::string> default_allowed_torch_calls();
 
