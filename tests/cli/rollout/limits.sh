@@ -14,8 +14,8 @@ run --policy "replay:$scratch/loop.jsonl" --max-turns 5 "$task"
 
 start_server loop.jsonl
 # The first prompt (share/skill/SKILL.md and the task) must leave the full 4096 and the second not:
-# 7000 keeps a few hundred tokens of room for the skill document to grow.
-run --endpoint "$url" --model m --max-context-tokens 7000 --max-tokens 4096 "$task"
+# 7400 keeps a few hundred tokens of room for the skill document to grow.
+run --endpoint "$url" --model m --max-context-tokens 7400 --max-tokens 4096 "$task"
 [[ $code == 0 ]] || fail "context: exit $code: $(cat "$scratch/err")"
 [[ $(q .trajectory.finish_reason) == context_limit ]] || fail "context: $(q .trajectory.finish_reason)"
 python3 - "$log" <<'P' || fail "context: max_tokens was not lowered to the room left"
