@@ -15,8 +15,6 @@ namespace {
 
 constexpr std::string_view kInitialize = "pybind11::cpp_function::initialize<";
 
-bool starts(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
 // The parts of `text` between top-level commas, where parentheses and angle brackets nest.
 std::vector<std::string_view> top_level_parts(std::string_view text) {
   std::vector<std::string_view> parts;
@@ -78,12 +76,12 @@ std::string_view without_qualifiers(std::string_view type) {
   for (bool again = true; again;) {
     again = false;
     for (std::string_view suffix : {"&&", "&", " const"}) {
-      if (type.size() >= suffix.size() && type.substr(type.size() - suffix.size()) == suffix) {
+      if (type.ends_with(suffix)) {
         type.remove_suffix(suffix.size());
         again = true;
       }
     }
-    if (starts(type, "const ")) {
+    if (type.starts_with("const ")) {
       type.remove_prefix(6);
       again = true;
     }
@@ -98,7 +96,7 @@ std::string_view without_qualifiers(std::string_view type) {
 // "std::vector<X, std::allocator<X> >" with `name` "std::vector" -> its arguments; empty when the
 // type is not that template.
 std::vector<std::string_view> arguments_of(std::string_view type, std::string_view name) {
-  if (!starts(type, name) || type.size() <= name.size() + 1 || type[name.size()] != '<' || type.back() != '>') {
+  if (!type.starts_with(name) || type.size() <= name.size() + 1 || type[name.size()] != '<' || type.back() != '>') {
     return {};
   }
   if (past_closing(type, name.size()) != type.size()) return {};
@@ -173,7 +171,7 @@ std::optional<std::string> binding_signature_problem(std::string_view demangled)
   // names vary with pybind11's version; a candidate cannot add a function to pybind11's namespace
   // (the source policy refuses reopening it: pybind11-namespace), so the namespace decides.
   const std::string_view function = registration->function;
-  if (signature == "void (*)(pybind11::handle)" && starts(function, "pybind11::") &&
+  if (signature == "void (*)(pybind11::handle)" && function.starts_with("pybind11::") &&
       function.find(")::{lambda(pybind11::handle)#") != std::string_view::npos) {
     return std::nullopt;
   }
