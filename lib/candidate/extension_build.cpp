@@ -22,10 +22,10 @@ namespace cudaagent {
 namespace fs = std::filesystem;
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using BuildClock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double seconds_since(BuildClock::time_point start) {
+  return std::chrono::duration<double>(BuildClock::now() - start).count();
 }
 
 struct Tool {
@@ -113,7 +113,7 @@ class Builder {
   const TorchEnv& torch_;
   const BuildOptions& options_;
   BuildBudget budget_;
-  Clock::time_point started_ = Clock::now();  // reset after the precompiled header
+  BuildClock::time_point started_ = BuildClock::now();  // reset after the precompiled header
   Tool cxx_, nvcc_;
   std::string cache_;
   std::vector<Job> jobs_;
@@ -278,7 +278,7 @@ Status Builder::precompile_header() {
   const std::string pch_dir = cache_ + "/pch/" + pch_key_;
   pch_header_ = pch_dir + "/cudaagent_torch.h";
   if (fs::exists(pch_header_ + ".gch")) return Status::ok();
-  const auto start = Clock::now();
+  const auto start = BuildClock::now();
   make_directories(pch_dir);
   // Builders that start cold at once (workers of one job, jobs of one node) would each spend a
   // minute of CPU and hundreds of MB on the same header: one builds it, the others wait for it.
@@ -320,7 +320,7 @@ void Builder::compile_one(std::size_t index) {
   const Job& job = jobs_[index];
   CompileStep step{job.source, job.nvcc ? "nvcc" : "g++", {}, false, 0, 0, false,
                    StepFailure::kNone};
-  const auto start = Clock::now();
+  const auto start = BuildClock::now();
   if (fs::exists(job.object)) {
     step.cached = step.ok = true;
     step.object = job.object;
@@ -418,7 +418,7 @@ void Builder::link(const std::string& out_dir) {
   // Everything after the output path: the output's own name differs from build to build.
   key.add_part(joined(std::vector<std::string>(argv.begin() + 4, argv.end())));
   const std::string cached = cache_ + "/modules/" + key.hex_digest() + torch_.extension_suffix;
-  const auto start = Clock::now();
+  const auto start = BuildClock::now();
   std::error_code copy_error;
   if (fs::exists(cached) && fs::copy_file(cached, result_.module_path, fs::copy_options::overwrite_existing, copy_error)) {
     result_.steps.push_back({"(link)", "g++", {}, true, seconds_since(start), 0, true, StepFailure::kNone});
@@ -465,10 +465,10 @@ Result<BuildResult> Builder::run(const std::string& out_dir) {
     result_.seconds = seconds_since(started_);
     return std::move(result_);
   }
-  const auto header_start = Clock::now();
+  const auto header_start = BuildClock::now();
   if (Status status = precompile_header(); !status) return status;
   const double header_seconds = seconds_since(header_start);
-  started_ = Clock::now();  // the budget's clock starts with the candidate's own compiles
+  started_ = BuildClock::now();  // the budget's clock starts with the candidate's own compiles
   compile_all();
   if (!machinery_) return machinery_;
   result_.ok = std::all_of(result_.steps.begin(), result_.steps.end(),

@@ -27,7 +27,7 @@ using tool_text::starts;
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
 // Names are the candidate's bytes: cut long ones and escape what a terminal would act on.
-std::string shown(std::string_view name) {
+std::string escaped_name(std::string_view name) {
   std::string out;
   for (std::size_t i = 0; i < name.size() && i < 300; ++i) {
     const auto c = static_cast<unsigned char>(name[i]);
@@ -90,7 +90,7 @@ void parse_nm_output(std::string_view text, ObjectFacts& facts) {
   for_each_line(text, [&](std::string_view line) {
     if (line.empty() || !facts.unreadable.empty()) return;
     if (line.size() < 20 || line[16] != ' ' || line[18] != ' ') {
-      facts.unreadable = "nm printed a line of unknown shape: " + shown(line.substr(0, 80));
+      facts.unreadable = "nm printed a line of unknown shape: " + escaped_name(line.substr(0, 80));
       return;
     }
     const std::string_view value = line.substr(0, 16);
@@ -106,7 +106,7 @@ void parse_nm_output(std::string_view text, ObjectFacts& facts) {
       // A local definition satisfies no other object's import: kept apart from `defined`.
       facts.local.push_back(name);
     } else {
-      facts.unreadable = "nm printed a line of unknown shape: " + shown(line.substr(0, 80));
+      facts.unreadable = "nm printed a line of unknown shape: " + escaped_name(line.substr(0, 80));
     }
   });
 }
@@ -131,7 +131,7 @@ void parse_objdump_output(std::string_view text, ObjectFacts& facts) {
         const std::size_t first = head.find_first_not_of(' ');
         head = head.substr(first == std::string_view::npos ? head.size() : first);
         head = head.substr(std::min(head.size(), head.find(' ') + 1));
-        facts.writable_code.push_back(shown(head.substr(0, head.find(' '))));
+        facts.writable_code.push_back(escaped_name(head.substr(0, head.find(' '))));
       }
       return;
     }
@@ -149,7 +149,7 @@ void parse_objdump_output(std::string_view text, ObjectFacts& facts) {
     if (raw) {
       std::string_view address = line.substr(0, tab - 1);
       address = address.substr(std::min(address.size(), address.find_first_not_of(' ')));
-      facts.syscalls.push_back(shown(section) + "+0x" + std::string(address) + ": " +
+      facts.syscalls.push_back(escaped_name(section) + "+0x" + std::string(address) + ": " +
                                std::string(mnemonic) + (operand.empty() ? "" : " ") +
                                std::string(operand));
     }
@@ -210,7 +210,7 @@ std::vector<PolicyFinding> judge_objects(const std::vector<ObjectFacts>& objects
       if (defined.count(name) != 0 || !seen.insert(name).second) continue;
       SymbolRuling ruling = classify_symbol(name, policy);
       if (ruling.verdict == Verdict::kPass) continue;
-      mine.push_back({std::string(ruling.rule), object.source, shown(name) + ": " + ruling.reason,
+      mine.push_back({std::string(ruling.rule), object.source, escaped_name(name) + ": " + ruling.reason,
                       ruling.verdict});
     }
     std::stable_sort(mine.begin(), mine.end(), [](const PolicyFinding& a, const PolicyFinding& b) {

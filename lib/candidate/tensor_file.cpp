@@ -75,7 +75,7 @@ std::optional<std::uint64_t> checked_nbytes(const std::vector<std::int64_t>& sha
   return total;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
+std::string shape_list(const std::vector<std::int64_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i != 0) text += ", ";
@@ -363,11 +363,11 @@ class HeaderReader {
 
     const std::optional<std::uint64_t> needed = checked_nbytes(out.shape, out.dtype);
     if (!needed) {
-      return fail(path, "shape " + shape_text(out.shape) + " " + std::string(dtype_name(out.dtype)) +
+      return fail(path, "shape " + shape_list(out.shape) + " " + std::string(dtype_name(out.dtype)) +
                             " overflows 64 bits");
     }
     if (*needed != out.nbytes) {
-      return fail(path, "nbytes " + std::to_string(out.nbytes) + ", but shape " + shape_text(out.shape) +
+      return fail(path, "nbytes " + std::to_string(out.nbytes) + ", but shape " + shape_list(out.shape) +
                             " " + std::string(dtype_name(out.dtype)) + " needs " + std::to_string(*needed));
     }
     if (offset != next_offset_) {
@@ -408,7 +408,7 @@ class TreeWriter {
       case ValueKind::kTensor: {
         if (value.shape.size() > kMaxRank) return fail(path, "shape has more than 64 dimensions");
         const auto needed = checked_nbytes(value.shape, value.dtype);
-        if (!needed) return fail(path, "shape " + shape_text(value.shape) + " is negative or overflows");
+        if (!needed) return fail(path, "shape " + shape_list(value.shape) + " is negative or overflows");
         if (*needed != value.nbytes) {
           return fail(path, "holds " + std::to_string(value.nbytes) + " bytes, but its shape needs " +
                                 std::to_string(*needed));

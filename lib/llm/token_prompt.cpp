@@ -18,7 +18,7 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-bool read_ids(Field field, std::vector<std::int32_t>& out) {
+bool read_token_ids(Field field, std::vector<std::int32_t>& out) {
   simdjson::dom::array array;
   if (field.get(array)) return false;
   out.clear();
@@ -80,7 +80,7 @@ Result<std::vector<std::int32_t>> parse_tokenize_reply(std::string_view body) {
   auto root = parse(parser, body);
   if (!root) return root.status();
   std::vector<std::int32_t> ids;
-  if (!read_ids(root.value()["tokens"], ids)) return Status::error("the /tokenize reply has no \"tokens\" list");
+  if (!read_token_ids(root.value()["tokens"], ids)) return Status::error("the /tokenize reply has no \"tokens\" list");
   return ids;
 }
 
@@ -128,8 +128,8 @@ Result<ChatReply> parse_completion_reply(std::string_view body) {
   std::string_view finish;
   if (!choice["finish_reason"].get(finish)) reply.finish_reason = std::string(finish);
   std::vector<std::int32_t> ids;
-  if (read_ids(choice["token_ids"], ids)) reply.token_ids = ids;
-  if (read_ids(choice["prompt_token_ids"], ids) || read_ids(root["prompt_token_ids"], ids)) {
+  if (read_token_ids(choice["token_ids"], ids)) reply.token_ids = ids;
+  if (read_token_ids(choice["prompt_token_ids"], ids) || read_token_ids(root["prompt_token_ids"], ids)) {
     reply.prompt_token_ids = ids;
   }
   simdjson::dom::array logprobs, tokens;

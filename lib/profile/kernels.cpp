@@ -18,13 +18,13 @@ using Span = std::pair<std::uint64_t, std::uint64_t>;
 // Calls without a record allowed before trace_work_unrecorded is raised (or 2% of the calls).
 constexpr std::uint64_t kUnrecordedMargin = 16;
 
-std::string show(double x) {
+std::string three_digits(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", x);
   return text;
 }
 
-std::string percent(double x) {
+std::string percent_text(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100 * x);
   return text;
@@ -187,8 +187,8 @@ void output_mark_flags(const KernelEvidence& e, const std::vector<Call>& calls, 
   const bool late = o.after_output_ns > 0 || o.after_mark_elsewhere_ns > 0;
   a.flags.push_back(gate_finding(
       "work_after_output", late, true,
-      late ? std::to_string(o.late_activities) + " pieces of a forward's GPU work ran " + show(ms(o.after_output_ns)) +
-                 " ms past the start of its output's copy, and " + show(ms(o.after_mark_elsewhere_ns)) +
+      late ? std::to_string(o.late_activities) + " pieces of a forward's GPU work ran " + three_digits(ms(o.after_output_ns)) +
+                 " ms past the start of its output's copy, and " + three_digits(ms(o.after_mark_elsewhere_ns)) +
                  " ms were launched after it on another stream: work left on a stream never joined back to the "
                  "caller's runs past the timed window, reward withheld"
            : "every forward's work had finished when its output was copied",
@@ -396,7 +396,7 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   const bool after = a.after_end_ns > 0;
   a.flags.push_back(gate_finding(
       "work_after_end_mark", after, true,
-      after ? "GPU work started in a timed call ran " + show(ms(a.after_end_ns)) +
+      after ? "GPU work started in a timed call ran " + three_digits(ms(a.after_end_ns)) +
                   " ms past the call's end mark (the device was not idle when the timer stopped): work "
                   "escaped the timed window, reward withheld"
             : "no work ran past a timed call's end mark",
@@ -405,15 +405,15 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   const bool outside = a.outside_calls_ns > 0 || a.background_ns > 0;
   a.flags.push_back(gate_finding(
       "work_outside_calls", outside, true,
-      outside ? "inside the timed rounds but outside the timed calls: " + show(ms(a.outside_calls_ns)) +
-                    " ms of the candidate's own GPU work and " + show(ms(a.background_ns)) +
+      outside ? "inside the timed rounds but outside the timed calls: " + three_digits(ms(a.outside_calls_ns)) +
+                    " ms of the candidate's own GPU work and " + three_digits(ms(a.background_ns)) +
                     " ms launched from a thread other than the harness's: work escaped the timer, reward withheld"
               : "no candidate or background-thread work between the timed calls",
       {{"candidate_ms", ms(a.outside_calls_ns)}, {"background_thread_ms", ms(a.background_ns)}}));
   const bool between = a.between_commands_ns > 0;
   a.flags.push_back(gate_finding(
       "work_between_commands", between, true,
-      between ? show(ms(a.between_commands_ns)) +
+      between ? three_digits(ms(a.between_commands_ns)) +
                     " ms of GPU work while the candidate's process had no command (the baselines' turn): "
                     "work kept running outside its rounds, reward withheld"
               : "the GPU was idle whenever the candidate's process had no command",
@@ -428,13 +428,13 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
       "kernel_fallback", fell_back || no_provenance, true,
       no_provenance ? "the trace has no launcher information (provenance off): whose code did the timed work "
                       "cannot be told, reward withheld"
-      : fell_back   ? "torch and Triton launched " + percent(fallback) + " of the timed kernel time, above " +
-                        percent(policy.max_fallback_share) +
+      : fell_back   ? "torch and Triton launched " + percent_text(fallback) + " of the timed kernel time, above " +
+                        percent_text(policy.max_fallback_share) +
                         ": the candidate fell back on PyTorch for its compute, reward withheld"
-                    : "torch and Triton launched " + percent(fallback) + " of the timed kernel time (at most " +
-                        percent(policy.max_fallback_share) + "); candidate " +
-                        percent(share(LauncherClass::candidate)) + ", CUDA libraries " +
-                        percent(share(LauncherClass::cuda_library)),
+                    : "torch and Triton launched " + percent_text(fallback) + " of the timed kernel time (at most " +
+                        percent_text(policy.max_fallback_share) + "); candidate " +
+                        percent_text(share(LauncherClass::candidate)) + ", CUDA libraries " +
+                        percent_text(share(LauncherClass::cuda_library)),
       {{"candidate_share", share(LauncherClass::candidate)},
        {"cuda_library_share", share(LauncherClass::cuda_library)},
        {"torch_share", share(LauncherClass::torch)},
@@ -450,10 +450,10 @@ Result<KernelAnalysis> analyze_kernels(const KernelEvidence& e, const GateSettin
   const bool vague = traced_launchers && unattributed > policy.max_unattributed_share;
   a.flags.push_back(gate_finding(
       "kernel_unattributed", vague, false,
-      vague ? percent(unattributed) + " of the timed kernel time was launched from neither the candidate's objects "
+      vague ? percent_text(unattributed) + " of the timed kernel time was launched from neither the candidate's objects "
                                       "nor a known library (static cudart, ctypes, a copied library?): recorded for review"
-      : traced_launchers ? percent(unattributed) + " of the timed kernel time from unattributed launchers"
-                         : percent(unattributed) + " of the timed kernel time not named as torch's, Triton's or a CUDA "
+      : traced_launchers ? percent_text(unattributed) + " of the timed kernel time from unattributed launchers"
+                         : percent_text(unattributed) + " of the timed kernel time not named as torch's, Triton's or a CUDA "
                                                    "library's (kernels classed by name: no launcher information)",
       {{"unattributed_share", unattributed}, {"max_unattributed_share", policy.max_unattributed_share}}));
   return a;

@@ -27,8 +27,8 @@ std::string digits3(double value) {
   std::snprintf(text, sizeof text, "%.3g", value);
   return text;
 }
-std::string times(double value) { return digits3(value) + "x"; }
-std::string percent(double share) {
+std::string times_text(double value) { return digits3(value) + "x"; }
+std::string percent_text(double share) {
   char text[64];
   std::snprintf(text, sizeof text, "%.1f%%", share * 100);
   return text;
@@ -56,7 +56,7 @@ std::vector<std::string> ordered_levels(const std::map<std::string, SummaryGroup
 
 std::string speedup_cell(const std::vector<double>& speedups) {
   const auto mean = SummaryGroup::geomean(speedups);
-  return mean ? times(*mean) + " (n=" + std::to_string(speedups.size()) + ")" : "-";
+  return mean ? times_text(*mean) + " (n=" + std::to_string(speedups.size()) + ")" : "-";
 }
 
 void write_group_json(JsonWriter& json, const SummaryGroup& group) {
@@ -196,14 +196,14 @@ std::string ResultSummary::text() const {
   }
   out += "\nverdicts:";
   for (const auto& [verdict, count] : a.verdicts) out += " " + verdict + " " + std::to_string(count);
-  out += "\npass rate: " + percent(a.pass_rate()) + " (" + std::to_string(a.passed) + " of " +
+  out += "\npass rate: " + percent_text(a.pass_rate()) + " (" + std::to_string(a.passed) + " of " +
          std::to_string(a.records) + ")\n\n";
 
   out += pad("speedup", 18) + pad("over eager", 22) + "over torch.compile\n";
   out += pad("geometric mean", 18) + pad(speedup_cell(a.eager), 22) + speedup_cell(a.compile) + "\n";
   // A baseline never measured (torch.compile on torch 1.13) has no fast_p above 0: "-".
   const auto fast_cell = [&a](const std::vector<double>& speedups, double p) {
-    return p > 0 && speedups.empty() ? std::string("-") : percent(a.fast_p(speedups, p));
+    return p > 0 && speedups.empty() ? std::string("-") : percent_text(a.fast_p(speedups, p));
   };
   for (double p : fast_p_thresholds()) {
     out += pad("fast_" + plain(p), 18) + pad(fast_cell(a.eager, p), 22) + fast_cell(a.compile, p) + "\n";
@@ -231,11 +231,11 @@ std::string ResultSummary::text() const {
       const SummaryGroup& g = levels_.at(name);
       const auto mean_eager = SummaryGroup::geomean(g.eager);
       const auto mean_compile = SummaryGroup::geomean(g.compile);
-      out += pad(name, 8) + pad(std::to_string(g.records), 9) + pad(percent(g.pass_rate()), 11) +
-             pad(g.eager.empty() ? "-" : percent(g.fast_p(g.eager, 1.0)), 14) +
-             pad(g.compile.empty() ? "-" : percent(g.fast_p(g.compile, 1.0)), 16) +
-             pad(mean_eager ? times(*mean_eager) : "-", 15) +
-             pad(mean_compile ? times(*mean_compile) : "-", 17) +
+      out += pad(name, 8) + pad(std::to_string(g.records), 9) + pad(percent_text(g.pass_rate()), 11) +
+             pad(g.eager.empty() ? "-" : percent_text(g.fast_p(g.eager, 1.0)), 14) +
+             pad(g.compile.empty() ? "-" : percent_text(g.fast_p(g.compile, 1.0)), 16) +
+             pad(mean_eager ? times_text(*mean_eager) : "-", 15) +
+             pad(mean_compile ? times_text(*mean_compile) : "-", 17) +
              digits3(g.reward_sum / static_cast<double>(g.records)) + "\n";
     }
     if (a.records > 0) {

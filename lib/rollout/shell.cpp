@@ -21,7 +21,7 @@ namespace {
 
 using detail::Fd;
 
-double now_seconds() {
+double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -158,7 +158,7 @@ ToolResult ShellSession::run(const std::string& command, double timeout_seconds,
   const std::string file = write_command_file("c" + std::to_string(commands_), command);
   const std::string line =
       "{ . '" + file + "'\n} </dev/null >&2; printf '%s %d %s\\n' '" + marker + "' \"$?\" \"$PWD\"\n";
-  const double started = now_seconds();
+  const double started = steady_seconds();
   const double paused_at_start = settings_.paused_seconds ? settings_.paused_seconds() : 0.0;
   if (auto sent = shell_->send(line, 10.0); !sent) {
     const std::string output = take_output(shell_log_, settings_.output_cap_bytes);
@@ -172,7 +172,7 @@ ToolResult ShellSession::run(const std::string& command, double timeout_seconds,
       return ToolResult::fail("[stopped: the rollout is shutting down]");
     }
     const double paused = settings_.paused_seconds ? settings_.paused_seconds() - paused_at_start : 0.0;
-    const double left = started + timeout + paused - now_seconds();
+    const double left = started + timeout + paused - steady_seconds();
     if (left <= 0) {
       shell_.reset();  // kills the sandbox and everything the command started
       std::string output = take_output(shell_log_, settings_.output_cap_bytes);
