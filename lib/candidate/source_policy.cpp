@@ -376,12 +376,19 @@ std::string candidate_header(const std::string& rest, const std::map<std::string
 
 // A macro that can change code it is expanded in: a non-empty #define (an empty object-like one,
 // an include guard, only removes a token), #undef, or #pragma push_macro/pop_macro.
+// The name a #define defines; empty for any other directive.
+std::string defined_name(const Directive& d) {
+  if (d.name != "define") return "";
+  std::size_t e = 0;
+  while (e < d.rest.size() && is_identifier_char(d.rest[e])) ++e;
+  return d.rest.substr(0, e);
+}
+
 bool macro_change(const Directive& d) {
   if (d.name == "undef") return true;
   if (d.name == "pragma") return d.rest.find("push_macro") != std::string::npos || d.rest.find("pop_macro") != std::string::npos;
   if (d.name != "define") return false;
-  std::size_t e = 0;
-  while (e < d.rest.size() && is_identifier_char(d.rest[e])) ++e;
+  const std::size_t e = defined_name(d).size();
   if (e < d.rest.size() && d.rest[e] == '(') return true;
   return d.rest.find_first_not_of(" \t\r", e) != std::string::npos;
 }
@@ -418,11 +425,7 @@ std::vector<SourceFinding> scan_pybind11_namespace(const std::map<std::string, s
   for (const auto& [name, bytes] : files) {
     if (!is_source(name)) continue;
     for (const Directive& d : directives_of(bytes)) {
-      if (d.name != "define") continue;
-      std::size_t i = d.rest.find_first_not_of(" \t");
-      std::size_t j = i;
-      while (j < d.rest.size() && is_identifier_char(d.rest[j])) ++j;
-      if (i != std::string::npos && j > i) macros.insert(d.rest.substr(i, j - i));
+      if (std::string macro = defined_name(d); !macro.empty()) macros.insert(std::move(macro));
     }
   }
   std::vector<SourceFinding> findings;
