@@ -374,8 +374,6 @@ std::string candidate_header(const std::string& rest, const std::map<std::string
   return files.count("kernels/" + name) != 0 ? "kernels/" + name : std::string();
 }
 
-// A macro that can change code it is expanded in: a non-empty #define (an empty object-like one,
-// an include guard, only removes a token), #undef, or #pragma push_macro/pop_macro.
 // The name a #define defines; empty for any other directive.
 std::string defined_name(const Directive& d) {
   if (d.name != "define") return "";
@@ -384,6 +382,8 @@ std::string defined_name(const Directive& d) {
   return d.rest.substr(0, e);
 }
 
+// A macro that can change code it is expanded in: a non-empty #define (an empty object-like one,
+// an include guard, only removes a token), #undef, or #pragma push_macro/pop_macro.
 bool macro_change(const Directive& d) {
   if (d.name == "undef") return true;
   if (d.name == "pragma") return d.rest.find("push_macro") != std::string::npos || d.rest.find("pop_macro") != std::string::npos;
