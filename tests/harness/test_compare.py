@@ -193,6 +193,34 @@ class CompareTest(unittest.TestCase):
                     actual[index] = (float("nan"), float("inf"), -float("inf"))[k % 3]
             self.assert_as_the_plain_rule(reference, actual, 61, f"trial {trial} ({dtype})")
 
+    def test_a_matching_output_is_judged_in_one_read_with_the_passes_numbers(self):
+        # Whole tensors within one chunk take the one-read path when they match; it must give
+        # the passes' statistics to the last bit (the passes run here by making the chunk one
+        # element short), and hand everything else to the passes.
+        generator = torch.Generator().manual_seed(5)
+        for trial in range(24):
+            dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
+            n = 50 + 37 * trial
+            reference = (torch.randn(n, generator=generator) * 10.0 ** (trial % 5 - 3)).to(dtype)
+            e = reference.double()
+            edge = 1e-2 * min(1.0, float(e.abs().mean())) + 1e-2 * e.abs()
+            actual = (e + edge * (torch.rand(n, generator=generator, dtype=torch.float64) * 1.8 - 0.9)).to(dtype)
+            one_read = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output")
+            passes = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output", chunk=n - 1)
+            self.assertIsNone(passes[0], f"trial {trial}")
+            self.assertEqual(one_read, passes, f"trial {trial} ({dtype})")
+        # Not a match, a constant output, a reference with an infinity: the passes' answers.
+        reference = torch.rand(500, generator=generator) + 0.5
+        for actual, failure in ((reference + 1.0, "values"), (torch.full((500,), 0.75), "degenerate")):
+            self.assertEqual(compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output")[0], failure)
+        infinite = reference.clone()
+        infinite[7] = float("inf")
+        self.assertEqual(compare.compare_tensor(torch, infinite, infinite.clone(), 1e-2, 1e-2, True, "output")[0], None)
+        # What the path is for: fewer of the owner's operators per judged output.
+        self.assertLess(count_operators(lambda: check(reference, reference * (1 + 1e-6))),
+                        count_operators(lambda: compare.compare_tensor(
+                            torch, reference, reference * (1 + 1e-6), 1e-2, 1e-2, True, "output", chunk=499)) / 1.5)
+
     def test_an_output_of_nan_only_is_constant_whatever_the_reference(self):
         # All NaN where a finite reference varies: degenerate, across chunks, as where the
         # reference holds a NaN itself; one number among the NaN makes it a plain mismatch.
@@ -222,6 +250,22 @@ class CompareTest(unittest.TestCase):
         result = check(reference, imaginary_wrong)
         self.assertFalse(result["match"])
         self.assertEqual(result["failure"], "values")
+
+
+def count_operators(work):
+    """How many ATen operators `work` runs (each one a launch on the GPU)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Counter.count += 1
+            return func(*args, **(kwargs or {}))
+
+    with Counter():
+        work()
+    return Counter.count
 
 
 def plain_rule(reference, actual, atol, rtol):
