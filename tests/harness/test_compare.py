@@ -181,12 +181,8 @@ class CompareTest(unittest.TestCase):
         # written plainly.
         generator = torch.Generator().manual_seed(11)
         for trial in range(40):
-            dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
             n = 300 + 41 * trial
-            reference = (torch.randn(n, generator=generator) * 10.0 ** (trial % 5 - 3)).to(dtype)
-            e = reference.double()
-            edge = 1e-2 * min(1.0, float(e.abs().mean())) + 1e-2 * e.abs()
-            actual = (e + edge * (torch.rand(n, generator=generator, dtype=torch.float64) * 2.4 - 1.2)).to(dtype)
+            dtype, reference, actual = near_the_edge(generator, trial, n, 1.2)
             if trial % 3:
                 specials = torch.randint(0, n, (6,), generator=generator).tolist()
                 for k, index in enumerate(specials):
@@ -199,12 +195,8 @@ class CompareTest(unittest.TestCase):
         # element short), and hand everything else to the passes.
         generator = torch.Generator().manual_seed(5)
         for trial in range(24):
-            dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
             n = 50 + 37 * trial
-            reference = (torch.randn(n, generator=generator) * 10.0 ** (trial % 5 - 3)).to(dtype)
-            e = reference.double()
-            edge = 1e-2 * min(1.0, float(e.abs().mean())) + 1e-2 * e.abs()
-            actual = (e + edge * (torch.rand(n, generator=generator, dtype=torch.float64) * 1.8 - 0.9)).to(dtype)
+            dtype, reference, actual = near_the_edge(generator, trial, n, 0.9)
             one_read = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output")
             passes = compare.compare_tensor(torch, reference, actual, 1e-2, 1e-2, True, "output", chunk=n - 1)
             self.assertIsNone(passes[0], f"trial {trial}")
@@ -250,6 +242,18 @@ class CompareTest(unittest.TestCase):
         result = check(reference, imaginary_wrong)
         self.assertFalse(result["match"])
         self.assertEqual(result["failure"], "values")
+
+
+def near_the_edge(generator, trial, n, reach):
+    """A reference of n elements (the trial picks its dtype and magnitude) and an output that
+    differs from it by up to `reach` times the tolerance at each element: (dtype, reference,
+    output)."""
+    dtype = (torch.float32, torch.bfloat16, torch.float16, torch.float64)[trial % 4]
+    reference = (torch.randn(n, generator=generator) * 10.0 ** (trial % 5 - 3)).to(dtype)
+    e = reference.double()
+    edge = 1e-2 * min(1.0, float(e.abs().mean())) + 1e-2 * e.abs()
+    offset = torch.rand(n, generator=generator, dtype=torch.float64) * (2 * reach) - reach
+    return dtype, reference, (e + edge * offset).to(dtype)
 
 
 def count_operators(work):
