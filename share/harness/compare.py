@@ -106,9 +106,7 @@ def compare_tensor(torch, expected, actual, atol, rtol, reject_degenerate, path,
             finite_count += torch.isfinite(e).sum()
             total += torch.nan_to_num(e.abs(), nan=0.0, posinf=0.0).sum(dtype=f64)
         mean = total / finite_count.clamp_min(1)
-    eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(expected.dtype, 0.0)
-    absolute = torch.maximum(atol * torch.clamp(mean, max=1.0), 2 * eps * mean)
-    relative = max(rtol, eps)
+    absolute, relative = _tolerances(torch, expected.dtype, mean, atol, rtol)
     working = _working(torch, flat_e[:1]).dtype
     working_absolute = absolute.to(working)
     # Pass 2: the elements. Everything is accumulated on the device and read back once (each read
@@ -179,17 +177,13 @@ def _match_in_one_read(torch, flat_e, flat_a, atol, rtol, reject_degenerate):
     f64 = torch.float64
     n = flat_e.numel()
     total = torch.linalg.vector_norm(flat_e, 1, dtype=f64)
-    mean = total / n
-    eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(flat_e.dtype, 0.0)
-    absolute = torch.clamp(mean, max=1.0) * atol
-    if eps:
-        absolute = torch.maximum(absolute, 2 * eps * mean)
+    absolute, relative = _tolerances(torch, flat_e.dtype, total / n, atol, rtol)
     e, a = _working(torch, flat_e), _working(torch, flat_a)
     # The same operators, in the same order and precision, as _element_match and the statistics
     # of pass 2, so that the errors reported are the passes' to the last bit. Where every element
     # matches, every difference is finite (a NaN or infinite one fails the test), so the largest
     # is taken as it is.
-    ok, diff, e_abs, _, _ = _element_match(torch, e, a, absolute.to(e.dtype), max(rtol, eps), True)
+    ok, diff, e_abs, _, _ = _element_match(torch, e, a, absolute.to(e.dtype), relative, True)
     max_abs = diff.max()
     max_rel = diff.div_(e_abs).nan_to_num_(nan=0.0, posinf=0.0).max()  # e = 0: left out
     # A constant output is left to the passes, which also ask whether the reference varies.
@@ -200,6 +194,13 @@ def _match_in_one_read(torch, flat_e, flat_a, atol, rtol, reject_degenerate):
     if not math.isfinite(total) or int(matched) != n or (ends and ends[0] == ends[1]):
         return None
     return max_abs, max_rel
+
+
+def _tolerances(torch, dtype, mean, atol, rtol):
+    """The rule's A (a device scalar, from the reference's mean magnitude) and R for a reference
+    of `dtype`: eps is the spacing at 1 of the half-precision dtypes, 0 otherwise."""
+    eps = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}.get(dtype, 0.0)
+    return torch.maximum(atol * torch.clamp(mean, max=1.0), 2 * eps * mean), max(rtol, eps)
 
 
 def _working(torch, tensor):
